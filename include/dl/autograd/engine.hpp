@@ -1,0 +1,363 @@
+// dl/autograd/engine.hpp — the backward engine (reverse topological execution of recorded nodes,
+// gradient accumulation, hooks, retain_graph / create_graph), dl::autograd::grad, and the autograd
+// members of Tensor.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph.hpp"
+
+namespace dl {
+
+/// Assignable view of a tensor's gradient slot (see Tensor::mutable_grad).
+template <scalar_type T>
+class GradSlot {
+ public:
+  explicit GradSlot(TensorImplPtr owner) : owner_(std::move(owner)) {}
+  GradSlot& operator=(const Tensor<T>& g) {
+    if (g.defined())
+      DL_CHECK(g.shape() == owner_->shape, "assigned grad has data of a different size: grad shape ", g.shape(),
+               " but the tensor has shape ", owner_->shape);
+    autograd::detail::meta(owner_).grad = g.impl();
+    return *this;
+  }
+  Tensor<T> get() const { return owner_->autograd ? Tensor<T>(owner_->autograd->grad) : Tensor<T>(); }
+  operator Tensor<T>() const { return get(); }
+  bool defined() const { return get().defined(); }
+
+ private:
+  TensorImplPtr owner_;
+};
+
+namespace autograd {
+namespace detail {
+
+/// a + b (a new tensor; recorded when grad mode is on, i.e. under create_graph).
+inline TensorImplPtr add_grads(const TensorImplPtr& a, const TensorImplPtr& b) {
+  return grad_ops(a->dtype).add(a, b);
+}
+
+/// A gradient the caller may keep as its own: g itself when nothing else can see it, else a copy.
+inline TensorImplPtr owned_grad(TensorImplPtr g) {
+  const bool exclusive = g.use_count() == 1 && g->storage.use_count() == 1 && is_contiguous(g->shape, g->strides);
+  if (exclusive || is_grad_enabled()) return g;
+  return grad_ops(g->dtype).clone(g);
+}
+
+/// Evaluates an expression one op at a time, each op a recorded single-op node. The create_graph
+/// path uses it: a fused node for an adjoint expression would have an adjoint expression of its
+/// own, and so on without end; single-op nodes form a finite set of types.
+template <class N>
+auto stepwise(const N& n) {
+  if constexpr (!expr::is_apply_v<N>) {
+    return n;
+  } else {
+    return [&]<size_t... Is>(std::index_sequence<Is...>) {
+      using V = expr::value_type_t<N>;
+      auto kids = expr::make_tuple(stepwise(expr::get<Is>(n.args))...);
+      using A = expr::Apply<std::remove_cvref_t<decltype(n.op)>, std::remove_cvref_t<decltype(expr::get<Is>(kids))>...>;
+      return expr::Leaf<V>{Tensor<V>(A(n.op, expr::get<Is>(kids)...))};
+    }(std::make_index_sequence<N::arity>{});
+  }
+}
+
+inline void check_grad_shape(const Node& producer, size_t index, const TensorImplPtr& g, const Node& consumer, uint32_t input_nr) {
+  if (input_nr >= consumer.outputs().size()) return;
+  const Shape& expected = consumer.outputs()[input_nr].shape;
+  DL_CHECK(g->shape == expected, "Function ", producer.name(), " returned an invalid gradient at index ", index,
+           " - got ", g->shape, " but expected shape compatible with ", expected);
+}
+
+}  // namespace detail
+
+inline std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPtr> grads) {
+  TensorImplPtr g = std::move(grads[0]);
+  if (!g) return {};
+  auto& m = detail::meta(variable_);
+  for (const auto& hook : m.hooks)
+    if (TensorImplPtr r = hook(g)) g = std::move(r);
+  std::lock_guard lock(m.mutex);
+  if (!m.grad) {
+    m.grad = detail::owned_grad(std::move(g));
+  } else if (is_grad_enabled()) {
+    m.grad = detail::add_grads(m.grad, g);
+  } else {
+    grad_ops(g->dtype).add_inplace(m.grad, g);
+  }
+  return {};
+}
+
+template <class T>
+void register_grad_ops() {
+  static const bool registered = [] {
+    if constexpr (floating_scalar<T>) {
+      GradOps& ops = detail::grad_ops_slot(dtype_of<T>);
+      ops.add = [](const TensorImplPtr& a, const TensorImplPtr& b) -> TensorImplPtr {
+        if (is_grad_enabled()) return Tensor<T>(Tensor<T>(a) + Tensor<T>(b)).impl();
+        return expr::evaluate_raw(expr::apply(expr::Add{}, Tensor<T>(a), Tensor<T>(b))).impl();
+      };
+      ops.add_inplace = [](const TensorImplPtr& dst, const TensorImplPtr& src) {
+        const Tensor<T> d(dst);
+        expr::assign(d, expr::apply(expr::Add{}, d, Tensor<T>(src)));
+        d.bump_version();
+      };
+      ops.clone = [](const TensorImplPtr& t) -> TensorImplPtr {
+        return expr::evaluate_raw(expr::apply(expr::Copy{}, Tensor<T>(t))).impl();
+      };
+    }
+    return true;
+  }();
+  (void)registered;
+}
+
+/// Runs backward from `roots` (edges) seeded with `grads`. With `captures`, gradients arriving at
+/// those edges are returned instead of accumulated into leaves (autograd::grad).
+inline std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
+                                               bool keep_graph, bool create_graph,
+                                               const std::vector<Edge>* captures = nullptr) {
+  // Dependencies: how many edges lead into each node.
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack;
+  std::unordered_set<Node*> seen;
+  for (const Edge& e : roots)
+    if (e.valid() && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+  std::vector<Node*> order;  // discovery order, for the reachability pass
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    order.push_back(n);
+    for (const Edge& e : n->next_edges()) {
+      if (!e.valid()) continue;
+      ++deps[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+  // With captures, only nodes that lead to a captured edge run.
+  std::unordered_map<Node*, bool> needed;
+  std::unordered_map<Node*, std::vector<size_t>> capture_at;
+  if (captures) {
+    for (size_t i = 0; i < captures->size(); ++i)
+      if ((*captures)[i].valid()) capture_at[(*captures)[i].fn.get()].push_back(i);
+    std::function<bool(Node*)> reach = [&](Node* n) -> bool {
+      if (auto it = needed.find(n); it != needed.end()) return it->second;
+      needed[n] = false;
+      bool r = false;
+      for (const Edge& e : n->next_edges())
+        if (e.valid() && (capture_at.count(e.fn.get()) | reach(e.fn.get()))) r = true;
+      return needed[n] = r;
+    };
+    for (Node* n : order) reach(n);
+  }
+
+  std::unordered_map<Node*, std::vector<TensorImplPtr>> buffers;
+  auto deposit = [&](const Node* from, size_t index, const Edge& e, TensorImplPtr g) {
+    auto& buf = buffers[e.fn.get()];
+    if (buf.size() <= e.input_nr) buf.resize(e.input_nr + 1);
+    if (from) detail::check_grad_shape(*from, index, g, *e.fn, e.input_nr);
+    buf[e.input_nr] = buf[e.input_nr] ? detail::add_grads(buf[e.input_nr], g) : std::move(g);
+  };
+  auto cmp = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) { return a->sequence_nr() < b->sequence_nr(); };
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(cmp)> ready(cmp);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i].valid()) continue;
+    deposit(nullptr, i, roots[i], std::move(grads[i]));
+  }
+  {
+    std::unordered_set<Node*> queued;
+    for (const Edge& e : roots)
+      if (e.valid() && deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
+  }
+
+  std::vector<TensorImplPtr> captured(captures ? captures->size() : 0);
+  {
+    const bool prev = is_grad_enabled();
+    set_grad_enabled(create_graph);
+    struct Restore {
+      bool prev;
+      ~Restore() { set_grad_enabled(prev); }
+    } restore{prev};
+
+    while (!ready.empty()) {
+      std::shared_ptr<Node> node = ready.top();
+      ready.pop();
+      std::vector<TensorImplPtr> in = std::move(buffers[node.get()]);
+      buffers.erase(node.get());
+      in.resize(std::max(in.size(), node->outputs().size()));
+      for (const auto& [nr, hook] : node->pre_hooks())
+        if (nr < in.size() && in[nr])
+          if (TensorImplPtr r = hook(in[nr])) in[nr] = std::move(r);
+      if (captures) {
+        if (auto it = capture_at.find(node.get()); it != capture_at.end())
+          for (size_t i : it->second) captured[i] = in[(*captures)[i].input_nr];
+        if (!needed[node.get()]) continue;
+      }
+      const bool any = std::any_of(in.begin(), in.end(), [](const auto& g) { return bool(g); });
+      std::vector<TensorImplPtr> out;
+      if (any) {
+        out = node->apply(std::move(in));
+        if (!keep_graph) node->release_variables();
+      }
+      const auto& edges = node->next_edges();
+      for (size_t i = 0; i < edges.size(); ++i) {
+        const Edge& e = edges[i];
+        if (!e.valid()) continue;
+        if (i < out.size() && out[i]) deposit(node.get(), i, e, std::move(out[i]));
+        if (--deps[e.fn.get()] == 0) ready.push(e.fn);
+      }
+    }
+  }
+  return captured;
+}
+
+/// Gradients of `outputs` with respect to `inputs` (PyTorch's torch.autograd.grad), returned
+/// instead of accumulated into .grad(). grad_outputs defaults to ones for one-element outputs.
+template <scalar_type T>
+std::vector<Tensor<T>> grad(const std::vector<Tensor<T>>& outputs, const std::vector<Tensor<T>>& inputs,
+                            const std::vector<Tensor<T>>& grad_outputs = {}, std::optional<bool> retain_graph = {},
+                            bool create_graph = false, bool allow_unused = false);
+
+}  // namespace autograd
+
+// ------------------------------------------------------------------------------ Tensor members
+
+template <scalar_type T>
+Tensor<T>& Tensor<T>::requires_grad_(bool requires_grad) {
+  if (!requires_grad && !is_leaf())
+    throw Error("you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+  if constexpr (!floating_scalar<T>) {
+    DL_CHECK(!requires_grad, "only Tensors of floating point dtype can require gradients (got ", dtype_name(dtype_of<T>), ")");
+  }
+  autograd::register_grad_ops<T>();
+  autograd::detail::meta(impl_).requires_grad = requires_grad;
+  return *this;
+}
+template <scalar_type T>
+bool Tensor<T>::requires_grad() const {
+  return impl_ && autograd::detail::requires_grad(*impl_);
+}
+template <scalar_type T>
+Tensor<T> Tensor<T>::grad() const {
+  return impl_->autograd ? Tensor<T>(impl_->autograd->grad) : Tensor<T>();
+}
+template <scalar_type T>
+GradSlot<T> Tensor<T>::mutable_grad() const {
+  return GradSlot<T>(impl_);
+}
+template <scalar_type T>
+bool Tensor<T>::is_leaf() const {
+  return !impl_->autograd || !impl_->autograd->grad_fn;
+}
+template <scalar_type T>
+std::shared_ptr<autograd::Node> Tensor<T>::grad_fn() const {
+  return impl_->autograd ? impl_->autograd->grad_fn : nullptr;
+}
+template <scalar_type T>
+uint32_t Tensor<T>::output_nr() const {
+  return impl_->autograd ? impl_->autograd->output_nr : 0;
+}
+template <scalar_type T>
+void Tensor<T>::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  DL_CHECK(requires_grad(), "element 0 of tensors does not require grad and does not have a grad_fn");
+  DL_CHECK(gradient.defined() && gradient.shape() == shape(), "Mismatch in shape: grad_output[0] has a shape of ",
+           gradient.defined() ? gradient.shape() : Shape{}, " and output[0] has a shape of ", shape());
+  autograd::run_backward({autograd::gradient_edge(impl_)}, {gradient.impl()}, retain_graph || create_graph, create_graph);
+}
+template <scalar_type T>
+void Tensor<T>::backward(bool retain_graph, bool create_graph) const {
+  DL_CHECK(numel() == 1, "grad can be implicitly created only for scalar outputs (this tensor has shape ", shape(),
+           "); pass a gradient: t.backward(gradient)");
+  backward(ones<T>(shape()), retain_graph, create_graph);
+}
+template <scalar_type T>
+void Tensor<T>::retain_grad() const {
+  DL_CHECK(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+  if (is_leaf()) return;
+  auto& m = autograd::detail::meta(impl_);
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  std::weak_ptr<TensorImpl> weak = impl_;
+  m.grad_fn->add_pre_hook(m.output_nr, [weak](const TensorImplPtr& g) -> TensorImplPtr {
+    if (auto t = weak.lock()) {
+      auto& meta = autograd::detail::meta(t);
+      meta.grad = meta.grad ? autograd::detail::add_grads(meta.grad, g) : autograd::grad_ops(g->dtype).clone(g);
+    }
+    return nullptr;
+  });
+}
+template <scalar_type T>
+void Tensor<T>::register_hook(std::function<Tensor(const Tensor&)> fn) const {
+  DL_CHECK(requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
+  autograd::GradHook hook = [fn = std::move(fn)](const TensorImplPtr& g) -> TensorImplPtr {
+    Tensor r = fn(Tensor(g));
+    return r.defined() ? r.impl() : nullptr;
+  };
+  auto& m = autograd::detail::meta(impl_);
+  if (m.grad_fn) m.grad_fn->add_pre_hook(m.output_nr, std::move(hook));
+  else m.hooks.push_back(std::move(hook));
+}
+
+namespace autograd {
+
+template <scalar_type T>
+std::vector<Tensor<T>> grad(const std::vector<Tensor<T>>& outputs, const std::vector<Tensor<T>>& inputs,
+                            const std::vector<Tensor<T>>& grad_outputs, std::optional<bool> retain_graph,
+                            bool create_graph, bool allow_unused) {
+  DL_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "grad requires one grad_output per output: got ",
+           grad_outputs.size(), " for ", outputs.size(), " outputs");
+  std::vector<Edge> roots;
+  std::vector<TensorImplPtr> seeds;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor<T>& o = outputs[i];
+    DL_CHECK(o.requires_grad(), "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    roots.push_back(gradient_edge(o.impl()));
+    if (grad_outputs.empty()) {
+      DL_CHECK(o.numel() == 1, "grad can be implicitly created only for scalar outputs (output ", i, " has shape ", o.shape(), ")");
+      seeds.push_back(ones<T>(o.shape()).impl());
+    } else {
+      DL_CHECK(grad_outputs[i].shape() == o.shape(), "Mismatch in shape: grad_output[", i, "] has a shape of ",
+               grad_outputs[i].shape(), " and output[", i, "] has a shape of ", o.shape());
+      seeds.push_back(grad_outputs[i].impl());
+    }
+  }
+  std::vector<Edge> captures;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    DL_CHECK(inputs[i].requires_grad(), "One of the differentiated Tensors (input ", i, ") does not require grad");
+    captures.push_back(gradient_edge(inputs[i].impl()));
+  }
+  auto got = run_backward(roots, std::move(seeds), retain_graph.value_or(create_graph), create_graph, &captures);
+  std::vector<Tensor<T>> result;
+  for (size_t i = 0; i < got.size(); ++i) {
+    DL_CHECK(got[i] || allow_unused, "One of the differentiated Tensors (input ", i,
+             ") appears to not have been used in the graph. Set allow_unused=true if this is the desired behavior.");
+    result.push_back(got[i] ? Tensor<T>(got[i]) : Tensor<T>());
+  }
+  return result;
+}
+
+template <class N>
+void ExprBackward<N>::backward_graph(const Tensor<T>& g, std::vector<TensorImplPtr>& out) {
+  detail::backprop_expr<0>(*expr_, expr::Leaf<T>{g}, [&](auto K, const auto& adj) {
+    if (!next_edges()[K].valid()) return;
+    using A = std::remove_cvref_t<decltype(adj)>;
+    using L = expr::value_type_t<A>;
+    static_assert(!expr::is_scalar_node_v<A>, "an adjoint is never a bare number");
+    Tensor<L> full = detail::stepwise(adj).tensor;
+    const Shape ls = leaf_shape<K>();
+    if (full.shape() != ls) {
+      const uint32_t mask = broadcast_mask(ls, full.shape());
+      Dims dims;
+      for (int d = 0; d < full.dim(); ++d)
+        if ((mask >> d) & 1) dims.push_back(d);
+      full = dl::sum(full, dims, true).reshape(ls);
+    }
+    out[K] = full.impl();
+  });
+}
+
+}  // namespace autograd
+}  // namespace dl

@@ -1,0 +1,158 @@
+// dl/autograd/meta.hpp — the autograd data model: grad mode, graph nodes and edges, the per-tensor
+// autograd slot, saved tensors with version checks, and the helpers ops use to record history.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../error.hpp"
+#include "../shape.hpp"
+
+namespace dl {
+struct TensorImpl;
+using TensorImplPtr = std::shared_ptr<TensorImpl>;
+}  // namespace dl
+
+namespace dl::autograd {
+
+// ---------------------------------------------------------------------------------------------
+// Grad mode
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+inline bool& grad_mode() {
+  static thread_local bool enabled = true;
+  return enabled;
+}
+}  // namespace detail
+
+/// Whether ops record history on this thread.
+inline bool is_grad_enabled() { return detail::grad_mode(); }
+inline void set_grad_enabled(bool enabled) { detail::grad_mode() = enabled; }
+
+/// Disables recording for its scope (PyTorch's `with torch.no_grad():`).
+class NoGradGuard {
+ public:
+  NoGradGuard() : prev_(is_grad_enabled()) { set_grad_enabled(false); }
+  ~NoGradGuard() { set_grad_enabled(prev_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+/// Enables recording for its scope, e.g. inside a NoGradGuard.
+class EnableGradGuard {
+ public:
+  EnableGradGuard() : prev_(is_grad_enabled()) { set_grad_enabled(true); }
+  ~EnableGradGuard() { set_grad_enabled(prev_); }
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Graph
+// ---------------------------------------------------------------------------------------------
+
+class Node;
+
+/// Where a gradient goes: input `input_nr` of node `fn` (an AccumulateGrad node for leaves).
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return bool(fn); }
+};
+
+/// Shape and dtype of one output of a node, to check and create gradients.
+struct OutputInfo {
+  Shape shape;
+  uint8_t dtype = 0;  // a ScalarType
+};
+
+using GradHook = std::function<TensorImplPtr(const TensorImplPtr&)>;
+
+/// A backward function: turns the gradients of a recorded op's outputs into gradients of its
+/// inputs (one per next edge). Subclasses are the backward rules of ops.
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node() : sequence_nr_(next_sequence_nr()) {}
+  virtual ~Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  /// Name shown by grad_fn()->name(), e.g. "SigmoidBackward".
+  virtual std::string name() const = 0;
+  /// grads[i] is the gradient of output i (null when none reached it); returns one gradient per
+  /// next edge (null where there is none).
+  virtual std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) = 0;
+  /// Drops saved tensors after a backward pass without retain_graph.
+  virtual void release_variables() {}
+
+  const std::vector<Edge>& next_edges() const { return next_edges_; }
+  std::vector<Edge>& mutable_next_edges() { return next_edges_; }
+  const std::vector<OutputInfo>& outputs() const { return outputs_; }
+  std::vector<OutputInfo>& mutable_outputs() { return outputs_; }
+  uint64_t sequence_nr() const { return sequence_nr_; }
+
+  /// Hooks on output `output_nr`, run on its gradient before apply (tensor.register_hook).
+  void add_pre_hook(uint32_t output_nr, GradHook hook) { pre_hooks_.push_back({output_nr, std::move(hook)}); }
+  const std::vector<std::pair<uint32_t, GradHook>>& pre_hooks() const { return pre_hooks_; }
+
+ private:
+  static uint64_t next_sequence_nr() {
+    static std::atomic<uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  uint64_t sequence_nr_;
+  std::vector<Edge> next_edges_;
+  std::vector<OutputInfo> outputs_;
+  std::vector<std::pair<uint32_t, GradHook>> pre_hooks_;
+};
+
+/// The autograd slot of a tensor.
+struct AutogradMeta {
+  bool requires_grad = false;        // set on leaves by requires_grad_()
+  bool retains_grad = false;
+  TensorImplPtr grad;                // accumulated gradient (leaves, or retain_grad)
+  std::shared_ptr<Node> grad_fn;     // producer; null for leaves
+  uint32_t output_nr = 0;
+  std::weak_ptr<Node> grad_accumulator;  // AccumulateGrad of a leaf, created on demand
+  std::vector<GradHook> hooks;           // leaf hooks (non-leaf hooks live on grad_fn)
+  std::mutex mutex;                      // guards grad accumulation (Hogwild threads)
+};
+
+/// A tensor saved for backward together with the storage version it had when saved. Unpacking
+/// after an in-place change throws the error PyTorch users know.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(TensorImplPtr impl, std::string saved_by);
+  /// The tensor; throws if it was modified in place since it was saved or was released.
+  const TensorImplPtr& unpack() const;
+  void release() { impl_.reset(); released_ = true; }
+  bool defined() const { return bool(impl_) || released_; }
+
+ private:
+  TensorImplPtr impl_;
+  uint32_t version_ = 0;
+  std::string saved_by_;
+  bool released_ = false;
+};
+
+}  // namespace dl::autograd
+
+namespace dl {
+using autograd::EnableGradGuard;
+using autograd::NoGradGuard;
+using autograd::is_grad_enabled;
+using autograd::set_grad_enabled;
+}  // namespace dl

@@ -1,0 +1,313 @@
+// dl/creation.hpp — making tensors: empty, zeros, ones, full, arange, linspace, eye, rand, randn,
+// randint, randperm, the *_like forms, dl::tensor<T>({...}) from nested initializer lists (copies)
+// and from_blob (wraps user memory without a copy).
+#pragma once
+
+#include <cmath>
+#include <initializer_list>
+#include <numbers>
+#include <vector>
+
+#include "random.hpp"
+
+namespace dl {
+
+// ------------------------------------------------------------------------------ declarations
+
+/// Uninitialised tensor.
+template <scalar_type T = float>
+Tensor<T> empty(Shape shape, Device device = kCPU);
+template <scalar_type T = float>
+Tensor<T> zeros(Shape shape, Device device = kCPU);
+template <scalar_type T = float>
+Tensor<T> ones(Shape shape, Device device = kCPU);
+/// Tensor filled with `value`; the element type defaults to int64 for integral values, bool for
+/// bool and float otherwise (PyTorch's rules), or is given: dl::full<double>({2}, 1).
+template <class T = void, expr::number V>
+auto full(Shape shape, V value, Device device = kCPU);
+/// Values start, start + step, ... below end. Integral arguments give int64, others float.
+template <class T = void, expr::number A, expr::number B, expr::number C = int>
+auto arange(A start, B end, C step = 1);
+template <class T = void, expr::number B>
+auto arange(B end);
+/// `steps` values evenly spaced from start to end inclusive.
+template <scalar_type T = float>
+Tensor<T> linspace(double start, double end, int64_t steps);
+/// n x m identity matrix (m defaults to n).
+template <scalar_type T = float>
+Tensor<T> eye(int64_t n, int64_t m = -1);
+/// Uniform in [0, 1).
+template <scalar_type T = float>
+Tensor<T> rand(Shape shape, Generator* gen = nullptr);
+/// Standard normal.
+template <scalar_type T = float>
+Tensor<T> randn(Shape shape, Generator* gen = nullptr);
+/// Integers uniform in [low, high).
+template <scalar_type T = int64_t>
+Tensor<T> randint(int64_t low, int64_t high, Shape shape, Generator* gen = nullptr);
+template <scalar_type T = int64_t>
+Tensor<T> randint(int64_t high, Shape shape, Generator* gen = nullptr);
+/// A random permutation of 0 .. n-1.
+template <scalar_type T = int64_t>
+Tensor<T> randperm(int64_t n, Generator* gen = nullptr);
+/// A 0-d tensor holding v.
+template <scalar_type T>
+Tensor<T> scalar_tensor(T v);
+/// Wraps memory the caller owns (no copy); `deleter`, if given, runs when the last user lets go.
+template <scalar_type T>
+Tensor<T> from_blob(T* data, Shape shape, Storage::Deleter deleter = {});
+template <scalar_type T>
+Tensor<T> from_blob(T* data, Shape shape, Strides strides, Storage::Deleter deleter = {});
+
+template <scalar_type T> Tensor<T> empty_like(const Tensor<T>& t) { return empty<T>(t.shape(), t.device()); }
+template <scalar_type T> Tensor<T> zeros_like(const Tensor<T>& t) { return zeros<T>(t.shape(), t.device()); }
+template <scalar_type T> Tensor<T> ones_like(const Tensor<T>& t) { return ones<T>(t.shape(), t.device()); }
+template <scalar_type T, expr::number V> Tensor<T> full_like(const Tensor<T>& t, V v) { return full<T>(t.shape(), v, t.device()); }
+template <scalar_type T> Tensor<T> rand_like(const Tensor<T>& t, Generator* g = nullptr) { return rand<T>(t.shape(), g); }
+template <scalar_type T> Tensor<T> randn_like(const Tensor<T>& t, Generator* g = nullptr) { return randn<T>(t.shape(), g); }
+template <scalar_type T> Tensor<T> randint_like(const Tensor<T>& t, int64_t low, int64_t high, Generator* g = nullptr) {
+  return randint<T>(low, high, t.shape(), g);
+}
+
+// Nested initializer lists, copied: dl::tensor<float>({{1, 2}, {3, 4}}).
+template <scalar_type T> Tensor<T> tensor(std::initializer_list<T> values);
+template <scalar_type T> Tensor<T> tensor(std::initializer_list<std::initializer_list<T>> values);
+template <scalar_type T> Tensor<T> tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values);
+template <scalar_type T>
+Tensor<T> tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> values);
+/// A 1-d copy of a vector.
+template <scalar_type T> Tensor<T> tensor(const std::vector<T>& values);
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+template <class T>
+void check_cpu(Device d, const char* what) {
+  DL_CHECK(d.is_cpu(), what, ": device ", d, " is not supported here; include <dl/cuda.hpp> for CUDA tensors");
+}
+template <class T>
+using default_full_t = std::conditional_t<std::is_same_v<T, bool>, bool, std::conditional_t<std::is_integral_v<T>, int64_t, float>>;
+}  // namespace detail
+
+template <scalar_type T>
+Tensor<T> empty(Shape shape, Device device) {
+  return Tensor<T>(detail::make_impl(dtype_of<T>, shape, device));
+}
+template <scalar_type T>
+Tensor<T> zeros(Shape shape, Device device) {
+  return empty<T>(shape, device).fill_(T(0));
+}
+template <scalar_type T>
+Tensor<T> ones(Shape shape, Device device) {
+  return empty<T>(shape, device).fill_(T(1));
+}
+template <class T, expr::number V>
+auto full(Shape shape, V value, Device device) {
+  using R = std::conditional_t<std::is_void_v<T>, detail::default_full_t<V>, T>;
+  return empty<R>(shape, device).fill_(R(value));
+}
+
+template <class T, expr::number A, expr::number B, expr::number C>
+auto arange(A start, B end, C step) {
+  constexpr bool integral = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
+  using R = std::conditional_t<std::is_void_v<T>, std::conditional_t<integral, int64_t, float>, T>;
+  DL_CHECK(step != 0, "arange: step must be nonzero");
+  DL_CHECK(std::isfinite(double(start)) && std::isfinite(double(end)), "arange: unsupported range: ", start, " -> ", end);
+  DL_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
+           "arange: upper bound and larger bound inconsistent with step sign (start ", start, ", end ", end, ", step ", step, ")");
+  int64_t n;
+  if constexpr (integral) {
+    const int64_t s = int64_t(start), e = int64_t(end), st = int64_t(step);
+    n = st > 0 ? (e - s + st - 1) / st : (s - e - st - 1) / -st;
+  } else {
+    n = int64_t(std::ceil((double(end) - double(start)) / double(step)));
+  }
+  Tensor<R> out = empty<R>({n});
+  R* p = out.data();
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (integral) p[i] = R(int64_t(start) + i * int64_t(step));
+    else p[i] = R(double(start) + double(step) * double(i));
+  }
+  return out;
+}
+template <class T, expr::number B>
+auto arange(B end) {
+  return arange<T>(B(0), end, 1);
+}
+
+template <scalar_type T>
+Tensor<T> linspace(double start, double end, int64_t steps) {
+  DL_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  Tensor<T> out = empty<T>({steps});
+  T* p = out.data();
+  if (steps == 1) p[0] = T(start);
+  if (steps > 1) {
+    // Symmetric evaluation (from both ends), as PyTorch does, so the end point is exact.
+    const double step = (end - start) / double(steps - 1);
+    const int64_t half = steps / 2;
+    for (int64_t i = 0; i < steps; ++i)
+      p[i] = i < half ? T(start + step * double(i)) : T(end - step * double(steps - i - 1));
+  }
+  return out;
+}
+
+template <scalar_type T>
+Tensor<T> eye(int64_t n, int64_t m) {
+  if (m < 0) m = n;
+  DL_CHECK(n >= 0, "eye: n must be greater or equal to 0, got ", n);
+  Tensor<T> out = zeros<T>({n, m});
+  for (int64_t i = 0; i < std::min(n, m); ++i) out.data()[i * m + i] = T(1);
+  return out;
+}
+
+namespace detail {
+template <class T>
+void fill_uniform(T* p, int64_t n, double from, double to, Generator* gen) {
+  static_assert(floating_scalar<T>, "uniform_ needs a floating tensor");
+  const double range = to - from;
+  if constexpr (std::is_same_v<T, float>) {
+    philox_fill(gen, n, 4, [&](int64_t i, const uint32_t* w) { p[i] = float(from + range * uniform_float(w[0])); });
+  } else {
+    philox_fill(gen, n, 2, [&](int64_t i, const uint32_t* w) { p[i] = from + range * uniform_double(w[0], w[1]); });
+  }
+}
+template <class T>
+void fill_normal(T* p, int64_t n, double mean, double std, Generator* gen) {
+  static_assert(floating_scalar<T>, "normal_ needs a floating tensor");
+  // Box-Muller: each pair of uniforms gives two normals.
+  const int64_t pairs = (n + 1) / 2;
+  auto emit = [&](int64_t i, double u1, double u2) {
+    const double r = std::sqrt(-2.0 * std::log(1.0 - u1)), th = 2.0 * std::numbers::pi * u2;
+    p[2 * i] = T(mean + std * r * std::cos(th));
+    if (2 * i + 1 < n) p[2 * i + 1] = T(mean + std * r * std::sin(th));
+  };
+  if constexpr (std::is_same_v<T, float>)
+    philox_fill(gen, pairs, 2, [&](int64_t i, const uint32_t* w) { emit(i, uniform_float(w[0]), uniform_float(w[1])); });
+  else
+    philox_fill(gen, pairs, 1, [&](int64_t i, const uint32_t* w) { emit(i, uniform_double(w[0], w[1]), uniform_double(w[2], w[3])); });
+}
+}  // namespace detail
+
+template <scalar_type T>
+Tensor<T> rand(Shape shape, Generator* gen) {
+  Tensor<T> out = empty<T>(shape);
+  detail::fill_uniform(out.data(), out.numel(), 0.0, 1.0, gen);
+  return out;
+}
+template <scalar_type T>
+Tensor<T> randn(Shape shape, Generator* gen) {
+  Tensor<T> out = empty<T>(shape);
+  detail::fill_normal(out.data(), out.numel(), 0.0, 1.0, gen);
+  return out;
+}
+template <scalar_type T>
+Tensor<T> randint(int64_t low, int64_t high, Shape shape, Generator* gen) {
+  DL_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
+  Tensor<T> out = empty<T>(shape);
+  T* p = out.data();
+  const uint64_t range = uint64_t(high - low);
+  detail::philox_fill(gen, out.numel(), 2, [&](int64_t i, const uint32_t* w) {
+    const uint64_t r = (uint64_t(w[0]) << 32) | w[1];
+    p[i] = T(low + int64_t(r % range));
+  });
+  return out;
+}
+template <scalar_type T>
+Tensor<T> randint(int64_t high, Shape shape, Generator* gen) {
+  return randint<T>(0, high, shape, gen);
+}
+template <scalar_type T>
+Tensor<T> randperm(int64_t n, Generator* gen) {
+  DL_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  Tensor<T> out = empty<T>({n});
+  T* p = out.data();
+  for (int64_t i = 0; i < n; ++i) p[i] = T(i);
+  if (n < 2) return out;
+  auto [seed, first] = (gen ? *gen : default_generator()).reserve(uint64_t(n));
+  for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates, one Philox block per step
+    const auto w = detail::Philox::generate(seed, first + uint64_t(i));
+    const uint64_t r = (uint64_t(w[0]) << 32) | w[1];
+    std::swap(p[i], p[int64_t(r % uint64_t(i + 1))]);
+  }
+  return out;
+}
+
+template <scalar_type T>
+Tensor<T> scalar_tensor(T v) {
+  Tensor<T> out = empty<T>({});
+  *out.data() = v;
+  return out;
+}
+
+template <scalar_type T>
+Tensor<T> from_blob(T* data, Shape shape, Strides strides, Storage::Deleter deleter) {
+  DL_CHECK(strides.size() == shape.size(), "from_blob: ", shape.size(), "-d shape ", shape, " with ", strides.size(), " strides ", strides);
+  int64_t extent = 1;
+  bool empty_tensor = false;
+  for (int d = 0; d < shape.size(); ++d) {
+    DL_CHECK(shape[d] >= 0 && strides[d] >= 0, "from_blob: negative size or stride in shape ", shape, " strides ", strides);
+    if (shape[d] == 0) empty_tensor = true;
+    extent += (shape[d] - 1) * strides[d];
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = Storage::wrap(data, empty_tensor ? 0 : size_t(extent) * sizeof(T), kCPU, std::move(deleter));
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->dtype = dtype_of<T>;
+  return Tensor<T>(impl);
+}
+template <scalar_type T>
+Tensor<T> from_blob(T* data, Shape shape, Storage::Deleter deleter) {
+  return from_blob(data, shape, contiguous_strides(shape), std::move(deleter));
+}
+
+namespace detail {
+// Shapes and flattening of nested initializer lists.
+template <class T>
+void nested_shape(const T&, Shape&, int) {}
+template <class T>
+void nested_shape(std::initializer_list<T> l, Shape& s, int depth) {
+  if (s.size() <= depth) {
+    s.push_back(int64_t(l.size()));
+    if (l.size()) nested_shape(*l.begin(), s, depth + 1);
+  }
+}
+template <class T, class U>
+void nested_copy(const U& v, const Shape&, int, T*& out) {
+  *out++ = T(v);
+}
+template <class T, class U>
+void nested_copy(std::initializer_list<U> l, const Shape& s, int depth, T*& out) {
+  DL_CHECK(int64_t(l.size()) == s[depth], "tensor: ragged nested list: expected sequence of length ", s[depth],
+           " at dim ", depth, " (got ", l.size(), ")");
+  for (const auto& x : l) nested_copy(x, s, depth + 1, out);
+}
+template <class T, class L>
+Tensor<T> from_nested(const L& l) {
+  Shape s;
+  nested_shape(l, s, 0);
+  Tensor<T> out = empty<T>(s);
+  T* p = out.data();
+  nested_copy(l, s, 0, p);
+  return out;
+}
+}  // namespace detail
+
+template <scalar_type T> Tensor<T> tensor(std::initializer_list<T> v) { return detail::from_nested<T>(v); }
+template <scalar_type T> Tensor<T> tensor(std::initializer_list<std::initializer_list<T>> v) { return detail::from_nested<T>(v); }
+template <scalar_type T>
+Tensor<T> tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v) {
+  return detail::from_nested<T>(v);
+}
+template <scalar_type T>
+Tensor<T> tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v) {
+  return detail::from_nested<T>(v);
+}
+template <scalar_type T>
+Tensor<T> tensor(const std::vector<T>& v) {
+  Tensor<T> out = empty<T>({int64_t(v.size())});
+  std::copy(v.begin(), v.end(), out.data());
+  return out;
+}
+
+}  // namespace dl

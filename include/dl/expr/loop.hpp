@@ -1,0 +1,201 @@
+// dl/expr/loop.hpp — the CPU loop driver shared by elementwise evaluation, reductions and fused
+// backward passes. Dimensions are coalesced (adjacent dims that every operand walks with matching
+// strides merge into one), the innermost dimension becomes the "row", and rows are split across
+// threads. Each row runs one of three loops (Access): SIMD with plain loads, SIMD with broadcast
+// operands, or a scalar strided loop.
+#pragma once
+
+#include <array>
+#include <span>
+
+#include "../parallel.hpp"
+#include "kernel.hpp"
+
+namespace dl::expr {
+
+/// Elements per thread chunk below which a loop stays on one thread.
+inline constexpr int64_t kElementwiseGrain = 16384;
+
+struct LoopPlan {
+  int nd = 1;                    // dimensions after coalescing, >= 1
+  int64_t size[kMaxDims] = {1};  // their sizes; size[nd-1] is the row length
+  int64_t numel = 0;
+  Access access = Access::Contig;
+};
+
+/// Merges adjacent dimensions that every operand walks with matching strides, and drops size-1
+/// dimensions, rewriting `size` (nd entries) and each operand's stride array in place.
+/// Returns the new number of dimensions (at least 1).
+inline int coalesce(int nd, int64_t* size, std::span<int64_t* const> operands) {
+  int k = 0;
+  for (int d = 0; d < nd; ++d) {
+    const int64_t n = size[d];
+    if (n == 1) continue;
+    bool merge = k > 0;
+    for (int64_t* st : operands) merge = merge && st[k - 1] == st[d] * n;
+    if (merge) {
+      size[k - 1] *= n;
+      for (int64_t* st : operands) st[k - 1] = st[d];
+    } else {
+      size[k] = n;
+      for (int64_t* st : operands) st[k] = st[d];
+      ++k;
+    }
+  }
+  if (k == 0) {
+    size[0] = 1;
+    for (int64_t* st : operands) st[0] = 0;
+    k = 1;
+  }
+  return k;
+}
+
+/// The row loop that fits the operands' inner strides (outputs must have inner stride 1 to use
+/// SIMD stores).
+inline Access pick_access(int nd, std::span<int64_t* const> inputs, std::span<int64_t* const> outputs) {
+  bool contig = true, mixed = true;
+  for (int64_t* st : inputs) {
+    contig = contig && st[nd - 1] == 1;
+    mixed = mixed && (st[nd - 1] == 0 || st[nd - 1] == 1);
+  }
+  for (int64_t* st : outputs) {
+    contig = contig && st[nd - 1] == 1;
+    mixed = mixed && st[nd - 1] == 1;
+  }
+  return contig ? Access::Contig : mixed ? Access::Mixed : Access::Strided;
+}
+
+/// Coalesces `shape` and the stride arrays (all aligned to shape, rewritten in place) and picks
+/// the row loop. `outputs` are written, `inputs` are read.
+inline LoopPlan plan_loop(const Shape& shape, std::span<int64_t* const> inputs,
+                          std::span<int64_t* const> outputs) {
+  LoopPlan p;
+  p.numel = numel(shape);
+  for (int d = 0; d < shape.size(); ++d) p.size[d] = shape[d];
+  std::array<int64_t*, 80> all;
+  size_t n = 0;
+  for (int64_t* st : inputs) all[n++] = st;
+  for (int64_t* st : outputs) all[n++] = st;
+  p.nd = coalesce(shape.size(), p.size, std::span(all.data(), n));
+  p.access = pick_access(p.nd, inputs, outputs);
+  return p;
+}
+
+/// Runs body.seek(idx, nouter) / body.run<K>(j0, j1) over every row segment of the plan, splitting
+/// the flattened element range across threads. Body is copied per chunk.
+template <Access K, class Body>
+void run_rows(const LoopPlan& p, const Body& body, int64_t grain) {
+  const int64_t row = p.size[p.nd - 1];
+  const int nouter = p.nd - 1;
+  detail::parallel_for(0, p.numel, grain, [&](int64_t b, int64_t e) {
+    Body local = body;
+    int64_t idx[kMaxDims] = {};
+    int64_t q = b / row, j = b % row;
+    for (int d = nouter - 1; d >= 0; --d) {
+      idx[d] = q % p.size[d];
+      q /= p.size[d];
+    }
+    while (b < e) {
+      const int64_t n = std::min(row - j, e - b);
+      local.seek(idx, nouter);
+      local.template run<K>(j, j + n);
+      b += n;
+      j = 0;
+      for (int d = nouter - 1; d >= 0; --d) {
+        if (++idx[d] < p.size[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+template <class Body>
+void run_loop(const LoopPlan& p, const Body& body, int64_t grain = kElementwiseGrain) {
+  if (p.numel == 0) return;
+  switch (p.access) {
+    case Access::Contig: run_rows<Access::Contig>(p, body, grain); break;
+    case Access::Mixed: run_rows<Access::Mixed>(p, body, grain); break;
+    case Access::Strided: run_rows<Access::Strided>(p, body, grain); break;
+  }
+}
+
+/// A strided output pointer that follows the loop's rows.
+template <class T>
+struct OutView {
+  T* base;
+  T* row;
+  int64_t inner;
+  int64_t st[kMaxDims];
+
+  DL_INLINE void seek(const int64_t* idx, int nouter) {
+    T* p = base;
+    for (int d = 0; d < nouter; ++d) p += idx[d] * st[d];
+    row = p;
+    inner = st[nouter];
+  }
+};
+
+template <class T>
+OutView<T> out_view(T* data, const Strides& strides) {
+  OutView<T> o{};
+  o.base = o.row = data;
+  for (int d = 0; d < strides.size(); ++d) o.st[d] = strides[d];
+  return o;
+}
+
+/// Stores a lane (batch or mask) at p.
+template <class T, class V>
+DL_INLINE void store_lanes(T* p, const V& v) {
+  if constexpr (std::is_same_v<T, bool>) xsimd::store_as(p, v, xsimd::unaligned_mode{});
+  else v.store_unaligned(p);
+}
+
+/// out[i] = view[i] for every element.
+template <class View, class O>
+struct AssignBody {
+  View src;
+  OutView<O> out;
+
+  DL_INLINE void seek(const int64_t* idx, int nouter) {
+    src.seek(idx, nouter);
+    out.seek(idx, nouter);
+  }
+  template <Access K>
+  DL_INLINE void run(int64_t j0, int64_t j1) {
+    using E = typename View::simd_type;
+    int64_t j = j0;
+    if constexpr (K != Access::Strided && !std::is_void_v<E>) {
+      if constexpr (std::is_same_v<O, E> || std::is_same_v<O, bool>) {
+        constexpr int64_t W = batch<E>::size;
+        for (; j + W <= j1; j += W) store_lanes(out.row + j, src.template at<K, true>(j));
+      }
+    }
+    for (; j < j1; ++j) out.row[j * out.inner] = static_cast<O>(src.template at<K, false>(j));
+  }
+};
+
+/// Writes the expression into `out` (any strides). @pre shape_of(n) broadcasts to out.shape().
+template <class T, node N>
+void assign(const Tensor<T>& out, const N& n) {
+  auto view = lower(n, out.shape());
+  auto sink = out_view(out.data(), out.strides());
+  static_assert(decltype(view)::leaves < 64, "expressions are limited to 63 tensor operands");
+  std::array<int64_t*, 64> inputs;
+  size_t count = 0;
+  view.for_each_stride([&](int64_t* st) { inputs[count++] = st; });
+  int64_t* outputs[1] = {sink.st};
+  const LoopPlan plan = plan_loop(out.shape(), std::span(inputs.data(), count), outputs);
+  run_loop(plan, AssignBody<decltype(view), T>{view, sink});
+}
+
+/// A new contiguous tensor holding the expression's value, without recording autograd history
+/// (internal: gradient bookkeeping and copies the engine makes for itself).
+template <node N>
+auto evaluate_raw(const N& n) {
+  using T = value_type_t<N>;
+  Tensor<T> out(dl::detail::make_impl(dtype_of<T>, shape_of(n)));
+  assign(out, n);
+  return out;
+}
+
+}  // namespace dl::expr

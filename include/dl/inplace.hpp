@@ -1,0 +1,191 @@
+// dl/inplace.hpp — in-place Tensor ops (fill_, copy_, add_, mul_, clamp_, masked_fill_, ...).
+// Each evaluates an expression straight into the tensor's memory (any strides), bumps the version
+// counter, and under autograd records the op as the tensor's new history.
+#pragma once
+
+namespace dl {
+
+namespace detail {
+
+/// Memory range [lo, hi] touched by a tensor (in bytes), for overlap checks.
+inline std::pair<const char*, const char*> byte_range(const TensorImpl& t) {
+  const char* base = static_cast<const char*>(t.data());
+  const int64_t es = int64_t(element_size(t.dtype));
+  int64_t lo = 0, hi = 0;
+  for (int d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] == 0) return {base, base - 1};
+    (t.strides[d] < 0 ? lo : hi) += (t.shape[d] - 1) * t.strides[d];
+  }
+  return {base + lo * es, base + hi * es + es - 1};
+}
+
+/// Rejects writes whose output has internal overlap or is partially overlapped by an input.
+template <class T, class N>
+void check_write_overlap(const Tensor<T>& out, const N& n, const char* what) {
+  for (int d = 0; d < out.dim(); ++d)
+    DL_CHECK(out.shape()[d] <= 1 || out.strides()[d] != 0, what,
+             ": unsupported operation: more than one element of the written-to tensor refers to a single memory "
+             "location. Please clone() the tensor before performing the operation.");
+  const auto [olo, ohi] = byte_range(*out.impl());
+  expr::for_each_leaf(n, [&](const auto& t) {
+    if (t.impl()->storage != out.impl()->storage) return;
+    const bool same = t.data() == static_cast<const void*>(out.data()) && t.shape() == out.shape() && t.strides() == out.strides();
+    if (same) return;
+    const auto [lo, hi] = byte_range(*t.impl());
+    DL_CHECK(hi < olo || lo > ohi, what,
+             ": unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+             "memory location. Please clone() the tensor before performing the operation.");
+  });
+}
+
+template <class T>
+void check_inplace_allowed(const Tensor<T>& self, const char* what) {
+  if (is_grad_enabled() && self.is_leaf() && self.requires_grad())
+    throw Error(cat(what, ": a leaf Variable that requires grad is being used in an in-place operation."));
+}
+
+/// self = make(old self), evaluated in place. `needs_old`: the backward rules read the old value,
+/// so it is kept in a copy; otherwise the twin shares self's memory.
+template <class T, class Make>
+Tensor<T>& inplace_update(Tensor<T>& self, Make&& make, bool needs_old, const char* what) {
+  check_inplace_allowed(self, what);
+  const bool track = floating_scalar<T> && is_grad_enabled();
+  Tensor<T> twin = self;
+  if (track && (needs_old || self.requires_grad())) {
+    // The twin stands for self before the write, with self's history.
+    if (needs_old) {
+      twin = expr::evaluate_raw(expr::apply(expr::Copy{}, self));
+    } else {
+      twin = Tensor<T>(view_impl(self.impl(), self.shape(), self.strides(), self.storage_offset()));
+    }
+    if (self.requires_grad()) {
+      auto& m = autograd::detail::meta(twin.impl());
+      m.grad_fn = self.grad_fn();
+      m.output_nr = self.output_nr();
+    }
+  }
+  const auto e = expr::as_node(make(twin));
+  using E = std::remove_cvref_t<decltype(e)>;
+  const Shape shape = expr::shape_of(e);
+  DL_CHECK(broadcast_shapes(self.shape(), shape) == self.shape(), what, ": output with shape ", self.shape(),
+           " doesn't match the broadcast shape ", broadcast_shapes(self.shape(), shape));
+  check_write_overlap(self, e, what);
+
+  std::shared_ptr<autograd::ExprBackward<E>> node;
+  if constexpr (floating_scalar<T> && expr::is_apply_v<E>) {
+    bool any = false;
+    if (track) expr::for_each_leaf(e, [&](const auto& t) { any = any || autograd::detail::requires_grad(*t.impl()); });
+    if (any) {
+      DL_CHECK(!self.impl()->is_view, what,
+               ": in-place operations on views are not recorded by dl's autograd when gradients are needed; "
+               "use the out-of-place form (e.g. y = x + 1, dl::cat, dl::where)");
+      node = std::make_shared<autograd::ExprBackward<E>>(e, self.shape());
+    }
+  }
+  expr::assign(self, e);
+  self.bump_version();
+  if (node) {
+    if (!needs_old) node->refresh_version(twin.impl());
+    autograd::set_history(self, node);
+  } else if (track && !self.is_leaf()) {
+    // Overwritten without a recorded rule (e.g. fill_): no gradient reaches the old history.
+    self.impl()->autograd->grad_fn = nullptr;
+    self.impl()->autograd->requires_grad = false;
+  }
+  return self;
+}
+
+template <class T, class V>
+constexpr void check_result_type() {
+  static_assert(!(floating_scalar<V> && !floating_scalar<T>), "result type Float can't be cast to the desired output type (an integral tensor)");
+}
+
+template <class T, class E>
+auto as_type(E&& e) {
+  using V = expr::value_type_t<E>;
+  check_result_type<T, V>();
+  if constexpr (std::is_same_v<V, T>) return expr::apply(expr::Copy{}, std::forward<E>(e));
+  else return expr::cast<T>(std::forward<E>(e));
+}
+
+template <class E>
+bool operand_wants_grad(const E& e) {
+  if constexpr (expr::number<E>) return false;
+  else return wants_grad(e);
+}
+
+}  // namespace detail
+
+template <scalar_type T>
+Tensor<T>& Tensor<T>::fill_(T value) {
+  return detail::inplace_update(*this, [&](const Tensor&) { return expr::Apply<expr::Copy, expr::Scalar<T>>(expr::Copy{}, expr::Scalar<T>{value}); },
+                                false, "fill_");
+}
+
+template <scalar_type T>
+template <expr::operand E>
+Tensor<T>& Tensor<T>::copy_(const E& src) {
+  if constexpr (expr::number<E>) {
+    return fill_(T(src));
+  } else {
+    return detail::inplace_update(*this, [&](const Tensor&) { return detail::as_type<T>(src); }, false, "copy_");
+  }
+}
+
+template <scalar_type T>
+Tensor<T>& Tensor<T>::uniform_(double from, double to) {
+  static_assert(floating_scalar<T>, "uniform_ needs a floating tensor");
+  DL_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  Tensor<T> r = empty<T>(shape());
+  detail::fill_uniform(r.data(), r.numel(), from, to, nullptr);
+  return copy_(r);
+}
+
+template <scalar_type T>
+Tensor<T>& Tensor<T>::normal_(double mean, double std) {
+  static_assert(floating_scalar<T>, "normal_ needs a floating tensor");
+  DL_CHECK(std >= 0, "normal expects std >= 0.0, but found std ", std);
+  Tensor<T> r = empty<T>(shape());
+  detail::fill_normal(r.data(), r.numel(), mean, std, nullptr);
+  return copy_(r);
+}
+
+template <scalar_type T>
+template <expr::operand E>
+Tensor<T>& Tensor<T>::add_(const E& other) {
+  return detail::inplace_update(*this, [&](const Tensor& old) { return detail::as_type<T>(old + other); }, false, "add_");
+}
+template <scalar_type T>
+template <expr::operand E, expr::number A>
+Tensor<T>& Tensor<T>::add_(const E& other, A alpha) {
+  return detail::inplace_update(*this, [&](const Tensor& old) { return detail::as_type<T>(old + other * alpha); }, false, "add_");
+}
+template <scalar_type T>
+template <expr::operand E>
+Tensor<T>& Tensor<T>::sub_(const E& other) {
+  return detail::inplace_update(*this, [&](const Tensor& old) { return detail::as_type<T>(old - other); }, false, "sub_");
+}
+template <scalar_type T>
+template <expr::operand E>
+Tensor<T>& Tensor<T>::mul_(const E& other) {
+  return detail::inplace_update(*this, [&](const Tensor& old) { return detail::as_type<T>(old * other); },
+                                detail::operand_wants_grad(other), "mul_");
+}
+template <scalar_type T>
+template <expr::operand E>
+Tensor<T>& Tensor<T>::div_(const E& other) {
+  return detail::inplace_update(*this, [&](const Tensor& old) { return detail::as_type<T>(old / other); },
+                                detail::operand_wants_grad(other), "div_");
+}
+template <scalar_type T>
+template <expr::number L, expr::number H>
+Tensor<T>& Tensor<T>::clamp_(L lo, H hi) {
+  return detail::inplace_update(*this, [&](const Tensor& old) { return expr::clamp(old, lo, hi); }, true, "clamp_");
+}
+template <scalar_type T>
+template <expr::expression M, expr::number V>
+Tensor<T>& Tensor<T>::masked_fill_(const M& mask, V value) {
+  return detail::inplace_update(*this, [&](const Tensor& old) { return expr::masked_fill(old, mask, value); }, false, "masked_fill_");
+}
+
+}  // namespace dl

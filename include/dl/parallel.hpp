@@ -1,0 +1,88 @@
+// dl/parallel.hpp — CPU thread count (dl::set_num_threads) and the parallel_for every kernel uses.
+// OpenMP when the translation unit is compiled with it, serial otherwise.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "error.hpp"
+
+namespace dl {
+
+/// Number of threads CPU kernels may use (default: OMP_NUM_THREADS, else all cores).
+int get_num_threads();
+/// Sets the number of threads CPU kernels use; n >= 1.
+void set_num_threads(int n);
+
+namespace detail {
+
+inline int& num_threads_slot() {
+#if defined(_OPENMP)
+  static int n = omp_get_max_threads();
+#else
+  static int n = 1;
+#endif
+  return n;
+}
+
+inline bool in_parallel_region() {
+#if defined(_OPENMP)
+  return omp_in_parallel();
+#else
+  return false;
+#endif
+}
+
+/// Calls f(begin_i, end_i) on disjoint chunks covering [begin, end), each at least `grain` long
+/// (except the last). The split depends only on (end - begin, grain, thread count); callers that
+/// need results independent of the thread count (reductions, random fills) split by a fixed block
+/// size themselves. The first exception thrown by any chunk is rethrown to the caller.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+  const int64_t max_chunks = (n + std::max<int64_t>(grain, 1) - 1) / std::max<int64_t>(grain, 1);
+  const int nt = int(std::min<int64_t>(num_threads_slot(), max_chunks));
+  if (nt <= 1 || in_parallel_region()) {
+    f(begin, end);
+    return;
+  }
+#if defined(_OPENMP)
+  std::exception_ptr error;
+  std::once_flag once;
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num(), count = omp_get_num_threads();
+    const int64_t chunk = (n + count - 1) / count;
+    const int64_t b = begin + t * chunk, e = std::min(end, b + chunk);
+    if (b < e) {
+      try {
+        f(b, e);
+      } catch (...) {
+        std::call_once(once, [&] { error = std::current_exception(); });
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+#else
+  f(begin, end);
+#endif
+}
+
+}  // namespace detail
+
+inline int get_num_threads() { return detail::num_threads_slot(); }
+
+inline void set_num_threads(int n) {
+  DL_CHECK(n >= 1, "set_num_threads: expected a positive number of threads, got ", n);
+  detail::num_threads_slot() = n;
+}
+
+}  // namespace dl

@@ -1,0 +1,216 @@
+// dl/tensor.hpp — dl::Tensor<T>: a cheap, copyable handle to a strided array (shared storage +
+// shape + strides + offset + autograd slot), like torch::Tensor. Including this header gives the
+// whole tensor API: creation, views, lazy elementwise expressions, reductions, autograd, printing.
+//
+//   dl::Tensor<float> a = dl::randn({1024, 1024});
+//   auto e = dl::sigmoid(a * 2.0f + 1.0f);   // an expression: nothing computed yet
+//   dl::Tensor<float> y = e;                 // one fused pass; evaluating `e` again recomputes it
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "allocator.hpp"
+#include "device.hpp"
+#include "dtype.hpp"
+#include "error.hpp"
+#include "expr/node.hpp"
+#include "parallel.hpp"
+#include "shape.hpp"
+#include "storage.hpp"
+
+namespace dl {
+
+namespace autograd {
+class Node;
+struct AutogradMeta;
+}  // namespace autograd
+
+/// What a tensor handle points to. Copies of a Tensor share one TensorImpl; views have their own
+/// TensorImpl sharing the Storage.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;  // in elements
+  ScalarType dtype = ScalarType::Float;
+  bool is_view = false;  // shares storage with the tensor it was made from
+  std::shared_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it
+
+  void* data() const { return static_cast<char*>(storage->data()) + offset * int64_t(element_size(dtype)); }
+};
+using TensorImplPtr = std::shared_ptr<TensorImpl>;
+
+namespace detail {
+/// A fresh contiguous TensorImpl of `shape` (uninitialised memory).
+inline TensorImplPtr make_impl(ScalarType dtype, const Shape& shape, Device device = kCPU) {
+  auto impl = std::make_shared<TensorImpl>();
+  const int64_t n = numel(shape);
+  for (int64_t s : shape) DL_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape);
+  impl->storage = Storage::allocate(size_t(n) * element_size(dtype), device);
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return impl;
+}
+}  // namespace detail
+
+template <scalar_type T>
+class GradSlot;  // assignable gradient slot (autograd/engine.hpp)
+
+template <scalar_type T = float>
+class Tensor : public expr::ExprBase<Tensor<T>> {
+ public:
+  using value_type = T;
+
+  /// An undefined tensor (defined() is false), like a default torch::Tensor.
+  Tensor() = default;
+  /// Adopts an impl; its dtype must be T.
+  explicit Tensor(TensorImplPtr impl);
+  /// Evaluates an elementwise expression into a new tensor (one fused pass).
+  template <expr::node E>
+    requires expr::is_apply_v<E>
+  Tensor(const E& e);
+
+  // ------------------------------------------------------------------------------ properties
+  bool defined() const { return bool(impl_); }
+  const Shape& shape() const { return impl_->shape; }
+  const Shape& sizes() const { return impl_->shape; }
+  /// Size of dimension `dim` (negative counts from the end).
+  int64_t size(int64_t dim) const { return impl_->shape[wrap_dim(dim, this->dim(), "size")]; }
+  int dim() const { return impl_->shape.size(); }
+  int64_t numel() const { return dl::numel(impl_->shape); }
+  const Strides& strides() const { return impl_->strides; }
+  int64_t stride(int64_t dim) const { return impl_->strides[wrap_dim(dim, this->dim(), "stride")]; }
+  int64_t storage_offset() const { return impl_->offset; }
+  ScalarType dtype() const { return dtype_of<T>; }
+  Device device() const { return impl_->storage->device(); }
+  bool is_contiguous() const { return dl::is_contiguous(impl_->shape, impl_->strides); }
+  /// Pointer to the first element (storage data + offset). Writes through it are not seen by
+  /// autograd's version counter; use bump_version() after writing through raw pointers.
+  T* data() const { return static_cast<T*>(impl_->data()); }
+  /// Version counter of the storage (incremented by every in-place op).
+  uint32_t version() const { return impl_->storage->version(); }
+  void bump_version() const { impl_->storage->bump_version(); }
+  const TensorImplPtr& impl() const { return impl_; }
+  /// True when both handles refer to the same tensor (not an elementwise comparison).
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  /// The single element of a one-element tensor.
+  T item() const;
+  /// Reference to one element, e.g. x.at(1, 2); indices may be negative.
+  template <std::integral... I>
+  T& at(I... idx) const;
+
+  // ------------------------------------------------------------------------------ conversions
+  /// A copy converted to element type U (the same tensor when U == T, as PyTorch).
+  template <scalar_type U>
+  Tensor<U> to() const;
+  /// The tensor on `device` (itself when already there).
+  Tensor to(Device device) const;
+  /// Materialised copy with its own storage (contiguous); differentiable.
+  Tensor clone() const;
+  /// This tensor if contiguous, otherwise a contiguous copy.
+  Tensor contiguous() const;
+  /// Shares storage, drops autograd history.
+  Tensor detach() const;
+
+  // ------------------------------------------------------------------------------ views
+  // All share storage with this tensor (writes through a view are seen here).
+  Tensor view(Shape shape) const;        ///< one size may be -1; strides must allow it
+  Tensor reshape(Shape shape) const;     ///< a view when possible, else a copy
+  Tensor view_as(const Tensor& other) const { return view(other.shape()); }
+  Tensor reshape_as(const Tensor& other) const { return reshape(other.shape()); }
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;                      ///< transpose of a <= 2-d tensor
+  Tensor permute(Dims dims) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// x[start:end:step] along dim, Python-style (negative and out-of-range bounds are clamped).
+  Tensor slice(int64_t dim, int64_t start = 0, int64_t end = INT64_MAX, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor expand(Shape shape) const;      ///< -1 keeps a size; new leading dims allowed
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, Shape sizes) const;
+  Tensor as_strided(Shape shape, Strides strides, int64_t storage_offset) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(std::vector<int64_t> sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+
+  // ------------------------------------------------------------------------------ in place
+  // Each evaluates into this tensor's memory (any strides) and bumps the version counter.
+  Tensor& fill_(T value);
+  Tensor& zero_() { return fill_(T(0)); }
+  /// Copies src (a tensor or an expression, broadcast to this shape, converted to T).
+  template <expr::operand E>
+  Tensor& copy_(const E& src);
+  Tensor& uniform_(double from = 0, double to = 1);
+  Tensor& normal_(double mean = 0, double std = 1);
+  template <expr::operand E>
+  Tensor& add_(const E& other);
+  template <expr::operand E, expr::number A>
+  Tensor& add_(const E& other, A alpha);  ///< this += alpha * other
+  template <expr::operand E>
+  Tensor& sub_(const E& other);
+  template <expr::operand E>
+  Tensor& mul_(const E& other);
+  template <expr::operand E>
+  Tensor& div_(const E& other);
+  template <expr::number L, expr::number H>
+  Tensor& clamp_(L lo, H hi);
+  template <expr::expression M, expr::number V>
+  Tensor& masked_fill_(const M& mask, V value);
+  template <expr::operand E>
+  Tensor& operator+=(const E& other) { return add_(other); }
+  template <expr::operand E>
+  Tensor& operator-=(const E& other) { return sub_(other); }
+  template <expr::operand E>
+  Tensor& operator*=(const E& other) { return mul_(other); }
+  template <expr::operand E>
+  Tensor& operator/=(const E& other) { return div_(other); }
+
+  // ------------------------------------------------------------------------------ autograd
+  /// Marks a leaf as trainable (gradients are accumulated into grad()).
+  Tensor& requires_grad_(bool requires_grad = true);
+  bool requires_grad() const;
+  /// The accumulated gradient; undefined until a backward pass reaches this tensor.
+  Tensor grad() const;
+  /// Assignable gradient slot: `t.mutable_grad() = dl::Tensor<float>{}` is PyTorch's `t.grad = None`.
+  GradSlot<T> mutable_grad() const;
+  /// True for tensors not produced by a recorded op (user-created tensors, detached results).
+  bool is_leaf() const;
+  /// The node that produced this tensor, or null for leaves.
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /// Backpropagates from a one-element tensor (gradient 1).
+  void backward(bool retain_graph = false, bool create_graph = false) const;
+  /// Backpropagates `gradient` (same shape as this tensor).
+  void backward(const Tensor& gradient, bool retain_graph = false, bool create_graph = false) const;
+  /// Keeps grad() of this non-leaf tensor after backward.
+  void retain_grad() const;
+  /// Calls fn(grad) when this tensor's gradient is computed; a defined return value replaces it.
+  void register_hook(std::function<Tensor(const Tensor&)> fn) const;
+  uint32_t output_nr() const;
+
+ private:
+  TensorImplPtr impl_;
+};
+
+}  // namespace dl
+
+#include "autograd/meta.hpp"
+#include "expr/loop.hpp"
+#include "expr/methods.hpp"
+#include "expr/reduce.hpp"
+#include "random.hpp"
+#include "creation.hpp"
+#include "autograd/engine.hpp"
+#include "views.hpp"
+#include "inplace.hpp"
+#include "print.hpp"

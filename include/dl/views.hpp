@@ -1,0 +1,559 @@
+// dl/views.hpp — Tensor members that return views sharing storage (view, reshape, transpose,
+// permute, narrow, slice, select, squeeze, unsqueeze, expand, flatten, unflatten, as_strided,
+// split, chunk, unbind), conversions (to, clone, contiguous, detach) and element access. Views of
+// tensors that require grad record their backward rule.
+#pragma once
+
+#include <numeric>
+
+namespace dl {
+
+namespace detail {
+
+inline TensorImplPtr view_impl(const TensorImplPtr& src, const Shape& shape, const Strides& strides, int64_t offset) {
+  auto v = std::make_shared<TensorImpl>();
+  v->storage = src->storage;
+  v->shape = shape;
+  v->strides = strides;
+  v->offset = offset;
+  v->dtype = src->dtype;
+  v->is_view = true;
+  return v;
+}
+
+/// Strides that let a tensor of (shape, strides) be viewed as new_shape without copying, or
+/// nothing when the layout does not allow it. Dims are grouped into runs that are contiguous with
+/// each other; every run must be split exactly by the new dims.
+inline std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, const Shape& new_shape) {
+  Strides out = Dims::filled(new_shape.size(), 0);
+  if (numel(shape) == 0 || shape.size() == 0) return contiguous_strides(new_shape);
+  int vd = new_shape.size() - 1;
+  int64_t base = strides[shape.size() - 1], tensor_n = 1, view_n = 1;
+  for (int td = shape.size() - 1; td >= 0; --td) {
+    tensor_n *= shape[td];
+    const bool run_ends = td == 0 || (shape[td - 1] != 1 && strides[td - 1] != tensor_n * base);
+    if (!run_ends) continue;
+    while (vd >= 0 && (view_n < tensor_n || new_shape[vd] == 1)) {
+      out[vd] = view_n * base;
+      view_n *= new_shape[vd];
+      --vd;
+    }
+    if (view_n != tensor_n) return std::nullopt;
+    if (td > 0) {
+      base = strides[td - 1];
+      tensor_n = 1;
+      view_n = 1;
+    }
+  }
+  if (vd != -1) return std::nullopt;
+  return out;
+}
+
+/// Resolves one -1 in a requested shape and checks the element count.
+inline Shape infer_shape(Shape s, int64_t n, const char* what) {
+  int infer = -1;
+  int64_t known = 1;
+  for (int d = 0; d < s.size(); ++d) {
+    if (s[d] == -1) {
+      DL_CHECK(infer < 0, what, ": only one dimension can be inferred (shape ", s, ")");
+      infer = d;
+    } else {
+      DL_CHECK(s[d] >= 0, what, ": invalid shape dimension ", s[d], " in ", s);
+      known *= s[d];
+    }
+  }
+  if (infer >= 0) {
+    DL_CHECK(known != 0 && n % known == 0, what, ": shape '", s, "' is invalid for input of size ", n);
+    s[infer] = n / known;
+  }
+  DL_CHECK(numel(s) == n, what, ": shape '", s, "' is invalid for input of size ", n);
+  return s;
+}
+
+/// Backward of shape-only views: the gradient reshaped back.
+template <class T>
+class ReshapeBackward : public autograd::Node {
+ public:
+  ReshapeBackward(std::string name, Shape in) : name_(std::move(name)), in_(in) {}
+  std::string name() const override { return name_; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override { return {Tensor<T>(g[0]).reshape(in_).impl()}; }
+
+ private:
+  std::string name_;
+  Shape in_;
+};
+
+template <class T>
+class PermuteBackward : public autograd::Node {
+ public:
+  PermuteBackward(std::string name, Dims inverse) : name_(std::move(name)), inverse_(inverse) {}
+  std::string name() const override { return name_; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override { return {Tensor<T>(g[0]).permute(inverse_).impl()}; }
+
+ private:
+  std::string name_;
+  Dims inverse_;
+};
+
+template <class T>
+class ExpandBackward : public autograd::Node {
+ public:
+  explicit ExpandBackward(Shape in) : in_(in) {}
+  std::string name() const override { return "ExpandBackward"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    const Tensor<T> grad(g[0]);
+    const uint32_t mask = autograd::broadcast_mask(in_, grad.shape());
+    if (!mask) return {grad.reshape(in_).impl()};
+    Dims dims;
+    for (int d = 0; d < grad.dim(); ++d)
+      if ((mask >> d) & 1) dims.push_back(d);
+    return {dl::sum(grad, dims, true).reshape(in_).impl()};
+  }
+
+ private:
+  Shape in_;
+};
+
+template <class T>
+Tensor<T> embed_slice(const Tensor<T>& g, const Shape& in, int dim, int64_t start, int64_t step);
+
+/// Backward of narrow/slice/select: the gradient placed into zeros of the input's shape. Its own
+/// backward is the slice again, so second derivatives flow through.
+template <class T>
+class SliceBackward : public autograd::Node {
+ public:
+  SliceBackward(std::string name, Shape in, int dim, int64_t start, int64_t step, bool squeezed)
+      : name_(std::move(name)), in_(in), dim_(dim), start_(start), step_(step), squeezed_(squeezed) {}
+  std::string name() const override { return name_; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    Tensor<T> grad(g[0]);
+    if (squeezed_) grad = grad.unsqueeze(dim_);
+    return {embed_slice(grad, in_, dim_, start_, step_).impl()};
+  }
+
+ private:
+  std::string name_;
+  Shape in_;
+  int dim_;
+  int64_t start_, step_;
+  bool squeezed_;
+};
+
+template <class T>
+class EmbedBackward : public autograd::Node {
+ public:
+  EmbedBackward(int dim, int64_t start, int64_t length, int64_t step) : dim_(dim), start_(start), length_(length), step_(step) {}
+  std::string name() const override { return "SliceBackwardBackward"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    return {Tensor<T>(g[0]).slice(dim_, start_, start_ + length_ * step_, step_).impl()};
+  }
+
+ private:
+  int dim_;
+  int64_t start_, length_, step_;
+};
+
+template <class T>
+Tensor<T> embed_slice(const Tensor<T>& g, const Shape& in, int dim, int64_t start, int64_t step) {
+  Tensor<T> out = zeros<T>(in);
+  {
+    NoGradGuard no_grad;
+    out.slice(dim, start, start + g.size(dim) * step, step).copy_(g);
+  }
+  if (autograd::any_requires_grad(g)) {
+    auto node = std::make_shared<EmbedBackward<T>>(dim, start, g.size(dim), step);
+    node->mutable_next_edges().push_back(autograd::gradient_edge(g.impl()));
+    autograd::set_history(out, node);
+  }
+  return out;
+}
+
+/// Backward of as_strided: each output element's gradient goes to the input element stored at the
+/// same memory position.
+template <class T>
+class AsStridedBackward : public autograd::Node {
+ public:
+  AsStridedBackward(Shape in_shape, Strides in_strides, int64_t in_offset, Shape shape, Strides strides, int64_t offset)
+      : in_shape_(in_shape), in_strides_(in_strides), in_offset_(in_offset), shape_(shape), strides_(strides), offset_(offset) {}
+  std::string name() const override { return "AsStridedBackward"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    const Tensor<T> grad = Tensor<T>(g[0]).contiguous();
+    Tensor<T> out = zeros<T>(in_shape_);
+    std::unordered_map<int64_t, int64_t> where;  // storage position -> input flat index
+    for_each_position(in_shape_, in_strides_, in_offset_, [&](int64_t flat, int64_t pos) { where.emplace(pos, flat); });
+    for_each_position(shape_, strides_, offset_, [&](int64_t flat, int64_t pos) {
+      auto it = where.find(pos);
+      DL_CHECK(it != where.end(), "as_strided backward: the view reads memory outside its input (position ", pos, ")");
+      out.data()[it->second] += grad.data()[flat];
+    });
+    return {out.impl()};
+  }
+
+ private:
+  template <class F>
+  static void for_each_position(const Shape& s, const Strides& st, int64_t offset, F&& f) {
+    const int64_t n = numel(s);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t q = i, pos = offset;
+      for (int d = s.size() - 1; d >= 0; --d) {
+        pos += (q % s[d]) * st[d];
+        q /= s[d];
+      }
+      f(i, pos);
+    }
+  }
+  Shape in_shape_;
+  Strides in_strides_;
+  int64_t in_offset_;
+  Shape shape_;
+  Strides strides_;
+  int64_t offset_;
+};
+
+/// A view of src with the given geometry; records `make_node()` as its grad_fn when src requires
+/// grad.
+template <class T, class MakeNode>
+Tensor<T> make_view(const Tensor<T>& src, const Shape& shape, const Strides& strides, int64_t offset, MakeNode&& make_node) {
+  Tensor<T> v(view_impl(src.impl(), shape, strides, offset));
+  if (autograd::any_requires_grad(src)) {
+    std::shared_ptr<autograd::Node> node = make_node();
+    node->mutable_next_edges().push_back(autograd::gradient_edge(src.impl()));
+    autograd::set_history(v, node);
+  }
+  return v;
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------------------------ construction
+
+template <scalar_type T>
+Tensor<T>::Tensor(TensorImplPtr impl) : impl_(std::move(impl)) {
+  DL_CHECK(!impl_ || impl_->dtype == dtype_of<T>, "Tensor<", dtype_name(dtype_of<T>), "> cannot hold a ",
+           dtype_name(impl_->dtype), " tensor");
+}
+
+template <scalar_type T>
+template <expr::node E>
+  requires expr::is_apply_v<E>
+Tensor<T>::Tensor(const E& e) {
+  static_assert(std::is_same_v<expr::value_type_t<E>, T>,
+                "the expression's element type differs from the Tensor's: convert it with dl::cast<T>(expr)");
+  const Shape shape = expr::shape_of(e);
+  impl_ = detail::make_impl(dtype_of<T>, shape);
+  expr::assign(*this, e);
+  autograd::record_expr(e, *this);
+}
+
+// ------------------------------------------------------------------------------ access
+
+template <scalar_type T>
+T Tensor<T>::item() const {
+  DL_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to Scalar (shape ", shape(), ")");
+  return *data();
+}
+
+template <scalar_type T>
+template <std::integral... I>
+T& Tensor<T>::at(I... idx) const {
+  DL_CHECK(int(sizeof...(I)) == dim(), "at: got ", sizeof...(I), " indices for a ", dim(), "-d tensor of shape ", shape());
+  const int64_t ix[] = {int64_t(idx)..., 0};
+  int64_t off = 0;
+  for (int d = 0; d < dim(); ++d) {
+    int64_t i = ix[d];
+    const int64_t n = impl_->shape[d];
+    DL_CHECK(i >= -n && i < n, "index ", i, " is out of bounds for dimension ", d, " with size ", n);
+    if (i < 0) i += n;
+    off += i * impl_->strides[d];
+  }
+  return data()[off];
+}
+
+// ------------------------------------------------------------------------------ conversions
+
+template <scalar_type T>
+template <scalar_type U>
+Tensor<U> Tensor<T>::to() const {
+  if constexpr (std::is_same_v<T, U>) return *this;
+  else return Tensor<U>(expr::cast<U>(*this));
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::to(Device device) const {
+  if (device == this->device()) return *this;
+  throw Error(detail::cat("to(", device, "): dl was built without CUDA support; include <dl/cuda.hpp> in a CUDA-enabled build"));
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::clone() const {
+  return Tensor<T>(expr::apply(expr::Copy{}, *this));
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::detach() const {
+  auto v = detail::view_impl(impl_, impl_->shape, impl_->strides, impl_->offset);
+  v->is_view = impl_->is_view;
+  return Tensor<T>(v);
+}
+
+// ------------------------------------------------------------------------------ views
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::view(Shape shape) const {
+  shape = detail::infer_shape(shape, numel(), "view");
+  auto st = detail::view_strides(this->shape(), strides(), shape);
+  DL_CHECK(st.has_value(), "view size is not compatible with input tensor's size and stride (at least one dimension "
+           "spans across two contiguous subspaces): input shape ", this->shape(), " strides ", strides(),
+           ", view shape ", shape, ". Use .reshape(...) instead.");
+  const Shape in = this->shape();
+  return detail::make_view(*this, shape, *st, storage_offset(), [&] { return std::make_shared<detail::ReshapeBackward<T>>("ViewBackward", in); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::reshape(Shape shape) const {
+  shape = detail::infer_shape(shape, numel(), "reshape");
+  if (auto st = detail::view_strides(this->shape(), strides(), shape)) {
+    const Shape in = this->shape();
+    return detail::make_view(*this, shape, *st, storage_offset(), [&] { return std::make_shared<detail::ReshapeBackward<T>>("ReshapeBackward", in); });
+  }
+  return clone().view(shape);
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::transpose(int64_t dim0, int64_t dim1) const {
+  const int a = wrap_dim(dim0, dim(), "transpose"), b = wrap_dim(dim1, dim(), "transpose");
+  if (dim() == 0) return detail::make_view(*this, shape(), strides(), storage_offset(), [] { return std::make_shared<detail::PermuteBackward<T>>("TransposeBackward", Dims{}); });
+  Dims perm;
+  for (int d = 0; d < dim(); ++d) perm.push_back(d);
+  std::swap(perm[a], perm[b]);
+  Shape s = shape();
+  Strides st = strides();
+  std::swap(s[a], s[b]);
+  std::swap(st[a], st[b]);
+  return detail::make_view(*this, s, st, storage_offset(), [&] { return std::make_shared<detail::PermuteBackward<T>>("TransposeBackward", perm); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::t() const {
+  DL_CHECK(dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D (shape ", shape(), ")");
+  return dim() < 2 ? transpose(0, 0) : transpose(0, 1);
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::permute(Dims dims) const {
+  DL_CHECK(dims.size() == dim(), "permute: number of dims don't match in permute: the tensor has ", dim(),
+           " dimensions (shape ", shape(), ") but the ordering has ", dims.size(), " (", dims, ")");
+  Shape s = shape();
+  Strides st = strides();
+  Dims inverse = Dims::filled(dim(), -1);
+  for (int i = 0; i < dims.size(); ++i) {
+    const int d = wrap_dim(dims[i], dim(), "permute");
+    DL_CHECK(inverse[d] < 0, "permute: repeated dim ", d, " in ", dims);
+    inverse[d] = i;
+    s[i] = shape()[d];
+    st[i] = strides()[d];
+  }
+  return detail::make_view(*this, s, st, storage_offset(), [&] { return std::make_shared<detail::PermuteBackward<T>>("PermuteBackward", inverse); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+  DL_CHECK(this->dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
+  DL_CHECK(step > 0, "slice step must be positive, got ", step);
+  const int d = wrap_dim(dim, this->dim(), "slice");
+  const int64_t n = shape()[d];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  Shape s = shape();
+  Strides st = strides();
+  s[d] = (end - start + step - 1) / step;
+  st[d] = strides()[d] * step;
+  const Shape in = shape();
+  return detail::make_view(*this, s, st, storage_offset() + start * strides()[d],
+                           [&] { return std::make_shared<detail::SliceBackward<T>>("SliceBackward", in, d, start, step, false); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::narrow(int64_t dim, int64_t start, int64_t length) const {
+  DL_CHECK(this->dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
+  const int d = wrap_dim(dim, this->dim(), "narrow");
+  const int64_t n = shape()[d];
+  DL_CHECK(start >= -n && start <= n, "start out of range (expected to be in range of [", -n, ", ", n, "], but got ", start, ")");
+  if (start < 0) start += n;
+  DL_CHECK(length >= 0 && start + length <= n, "start (", start, ") + length (", length, ") exceeds dimension size (", n, ").");
+  return slice(d, start, start + length, 1);
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::select(int64_t dim, int64_t index) const {
+  DL_CHECK(this->dim() > 0, "select() cannot be applied to a 0-dim tensor.");
+  const int d = wrap_dim(dim, this->dim(), "select");
+  const int64_t n = shape()[d];
+  DL_CHECK(index >= -n && index < n, "select(): index ", index, " out of range for tensor of size ", shape(), " at dimension ", d);
+  if (index < 0) index += n;
+  Shape s = shape();
+  Strides st = strides();
+  s.erase(d);
+  st.erase(d);
+  const Shape in = shape();
+  return detail::make_view(*this, s, st, storage_offset() + index * strides()[d],
+                           [&] { return std::make_shared<detail::SliceBackward<T>>("SelectBackward", in, d, index, 1, true); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::squeeze() const {
+  Shape s;
+  Strides st;
+  for (int d = 0; d < dim(); ++d)
+    if (shape()[d] != 1) {
+      s.push_back(shape()[d]);
+      st.push_back(strides()[d]);
+    }
+  const Shape in = shape();
+  return detail::make_view(*this, s, st, storage_offset(), [&] { return std::make_shared<detail::ReshapeBackward<T>>("SqueezeBackward", in); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::squeeze(int64_t dim) const {
+  const int d = wrap_dim(dim, this->dim(), "squeeze");
+  Shape s = shape();
+  Strides st = strides();
+  if (this->dim() > 0 && s[d] == 1) {
+    s.erase(d);
+    st.erase(d);
+  }
+  const Shape in = shape();
+  return detail::make_view(*this, s, st, storage_offset(), [&] { return std::make_shared<detail::ReshapeBackward<T>>("SqueezeBackward", in); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::unsqueeze(int64_t dim) const {
+  const int d = wrap_dim(dim, this->dim() + 1, "unsqueeze");
+  Shape s = shape();
+  Strides st = strides();
+  const int64_t stride = d < this->dim() ? strides()[d] * shape()[d] : 1;
+  s.insert(d, 1);
+  st.insert(d, stride);
+  const Shape in = shape();
+  return detail::make_view(*this, s, st, storage_offset(), [&] { return std::make_shared<detail::ReshapeBackward<T>>("UnsqueezeBackward", in); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::expand(Shape target) const {
+  DL_CHECK(target.size() >= dim(), "expand: the number of sizes provided (", target.size(),
+           ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+  const int off = target.size() - dim();
+  Strides st = Dims::filled(target.size(), 0);
+  for (int i = 0; i < target.size(); ++i) {
+    const int d = i - off;
+    if (d < 0) {
+      DL_CHECK(target[i] >= 0, "expand: the expanded size of the tensor (", target[i], ") isn't allowed in a leading, non-existing dimension ", i);
+      continue;
+    }
+    if (target[i] == -1) target[i] = shape()[d];
+    if (shape()[d] == target[i]) {
+      st[i] = strides()[d];
+    } else {
+      DL_CHECK(shape()[d] == 1, "The expanded size of the tensor (", target[i], ") must match the existing size (", shape()[d],
+               ") at non-singleton dimension ", i, ".  Target sizes: ", target, ".  Tensor sizes: ", shape());
+    }
+  }
+  const Shape in = shape();
+  return detail::make_view(*this, target, st, storage_offset(), [&] { return std::make_shared<detail::ExpandBackward<T>>(in); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::flatten(int64_t start_dim, int64_t end_dim) const {
+  if (dim() == 0) return reshape({1});
+  const int a = wrap_dim(start_dim, dim(), "flatten"), b = wrap_dim(end_dim, dim(), "flatten");
+  DL_CHECK(a <= b, "flatten() has invalid args: start_dim (", a, ") cannot come after end_dim (", b, ")");
+  Shape s;
+  for (int d = 0; d < a; ++d) s.push_back(shape()[d]);
+  int64_t n = 1;
+  for (int d = a; d <= b; ++d) n *= shape()[d];
+  s.push_back(n);
+  for (int d = b + 1; d < dim(); ++d) s.push_back(shape()[d]);
+  return reshape(s);
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::unflatten(int64_t dim, Shape sizes) const {
+  const int d = wrap_dim(dim, this->dim(), "unflatten");
+  sizes = detail::infer_shape(sizes, shape()[d], "unflatten");
+  Shape s;
+  for (int i = 0; i < d; ++i) s.push_back(shape()[i]);
+  for (int64_t x : sizes) s.push_back(x);
+  for (int i = d + 1; i < this->dim(); ++i) s.push_back(shape()[i]);
+  return view(s);
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::as_strided(Shape shape, Strides strides, int64_t storage_offset) const {
+  DL_CHECK(shape.size() == strides.size(), "as_strided: mismatch in length of strides and shape (", shape, " and ", strides, ")");
+  int64_t extent = storage_offset + 1;
+  for (int d = 0; d < shape.size(); ++d) {
+    DL_CHECK(shape[d] >= 0 && strides[d] >= 0, "as_strided: negative size or stride in ", shape, " ", strides);
+    if (shape[d] == 0) extent = 0;
+    else if (extent) extent += (shape[d] - 1) * strides[d];
+  }
+  DL_CHECK(size_t(extent) * sizeof(T) <= impl_->storage->nbytes(), "as_strided: setStorage: sizes ", shape, ", strides ", strides,
+           ", storage offset ", storage_offset, " require ", extent * int64_t(sizeof(T)), " bytes but the storage has ",
+           impl_->storage->nbytes());
+  const Shape in = this->shape();
+  const Strides in_st = this->strides();
+  const int64_t in_off = this->storage_offset();
+  return detail::make_view(*this, shape, strides, storage_offset,
+                           [&] { return std::make_shared<detail::AsStridedBackward<T>>(in, in_st, in_off, shape, strides, storage_offset); });
+}
+
+template <scalar_type T>
+std::vector<Tensor<T>> Tensor<T>::split(int64_t split_size, int64_t dim) const {
+  const int d = wrap_dim(dim, this->dim(), "split");
+  const int64_t n = shape()[d];
+  DL_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split expects split_size be non-negative, but got split_size=", split_size);
+  std::vector<Tensor> out;
+  if (n == 0) return {*this};
+  for (int64_t start = 0; start < n; start += split_size) out.push_back(narrow(d, start, std::min(split_size, n - start)));
+  return out;
+}
+
+template <scalar_type T>
+std::vector<Tensor<T>> Tensor<T>::split(std::vector<int64_t> sizes, int64_t dim) const {
+  const int d = wrap_dim(dim, this->dim(), "split");
+  const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t(0));
+  DL_CHECK(total == shape()[d], "split_with_sizes expects split_sizes to sum exactly to ", shape()[d],
+           " (input tensor's size at dimension ", d, "), but got split_sizes summing to ", total);
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    DL_CHECK(s >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got ", s);
+    out.push_back(narrow(d, start, s));
+    start += s;
+  }
+  return out;
+}
+
+template <scalar_type T>
+std::vector<Tensor<T>> Tensor<T>::chunk(int64_t chunks, int64_t dim) const {
+  DL_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
+  const int d = wrap_dim(dim, this->dim(), "chunk");
+  const int64_t n = shape()[d];
+  return split(std::max<int64_t>((n + chunks - 1) / chunks, n == 0 ? 0 : 1), d);
+}
+
+template <scalar_type T>
+std::vector<Tensor<T>> Tensor<T>::unbind(int64_t dim) const {
+  const int d = wrap_dim(dim, this->dim(), "unbind");
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < shape()[d]; ++i) out.push_back(select(d, i));
+  return out;
+}
+
+}  // namespace dl
