@@ -209,8 +209,17 @@ struct ApplyView {
   }
   template <bool Simd, size_t... Is, class... Vs>
   DL_INLINE auto combine_impl(std::index_sequence<Is...>, const Vs&... vs) const {
-    if constexpr (Simd) return op(vs...);
+    if constexpr (Simd) return to_lane(op(vs...));
     else return static_cast<value_type>(op(convert<Is, false>(vs)...));
+  }
+  /// In SIMD mode a value is a batch and a bool a mask; casts between them convert here.
+  template <class R>
+  DL_INLINE static auto to_lane(const R& r) {
+    using E = simd_type;
+    if constexpr (std::is_same_v<value_type, bool> && std::is_same_v<R, batch<E>>) return r != batch<E>(E(0));
+    else if constexpr (!std::is_same_v<value_type, bool> && std::is_same_v<R, typename batch<E>::batch_bool_type>)
+      return xsimd::select(r, batch<E>(E(1)), batch<E>(E(0)));
+    else return r;
   }
   template <Access K, bool Simd, size_t... Is>
   DL_INLINE auto at_impl(int64_t j, std::index_sequence<Is...> seq) const {

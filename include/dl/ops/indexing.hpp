@@ -1,0 +1,623 @@
+// dl/ops/indexing.hpp — joining and indexing: cat, stack, repeat, gather, scatter, scatter_add,
+// index_select, index_add, index_copy, index_fill, index_put, put, nonzero, masked_select.
+// Out-of-place forms record their backward rules; in-place forms (x.index_add_(...)) write
+// straight into x, or, when gradients are needed, compute out of place and copy back so the
+// history stays exact.
+#pragma once
+
+#include <vector>
+
+#include "../tensor.hpp"
+
+namespace dl {
+
+// ------------------------------------------------------------------------------ declarations
+
+/// Concatenates tensors along an existing dim (all other sizes must agree).
+template <scalar_type T>
+Tensor<T> cat(const std::vector<Tensor<T>>& tensors, int64_t dim = 0);
+/// Stacks equally shaped tensors along a new dim.
+template <scalar_type T>
+Tensor<T> stack(const std::vector<Tensor<T>>& tensors, int64_t dim = 0);
+/// Tiles the tensor: out.size(d) = repeats[d] * size(d) (leading repeats add dims).
+template <scalar_type T>
+Tensor<T> repeat(const Tensor<T>& x, Dims repeats);
+/// out[i][j][k] = x[i][index[i][j][k]][k] for dim == 1 (and likewise for other dims).
+template <scalar_type T>
+Tensor<T> gather(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index);
+/// A copy of x with x[i][index[i][j][k]][k] = src[i][j][k] (dim == 1).
+template <scalar_type T>
+Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src);
+template <scalar_type T>
+Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value);
+/// A copy of x with src added at the scattered positions (duplicates accumulate).
+template <scalar_type T>
+Tensor<T> scatter_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src);
+/// The slices x.select(dim, index[i]) stacked along dim.
+template <scalar_type T>
+Tensor<T> index_select(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index);
+/// A copy of x with alpha * source.select(dim, i) added to slice index[i].
+template <scalar_type T>
+Tensor<T> index_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& source, T alpha = T(1));
+template <scalar_type T>
+Tensor<T> index_copy(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& source);
+template <scalar_type T>
+Tensor<T> index_fill(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value);
+/// Advanced indexing assignment: x[indices...] = values (or += with accumulate). Index tensors
+/// broadcast together and address the leading dims; a bool mask stands for its nonzero indices.
+template <scalar_type T>
+Tensor<T> index_put(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices, const Tensor<T>& values, bool accumulate = false);
+/// x[indices...]: the elements (or trailing slices) addressed by the index tensors.
+template <scalar_type T>
+Tensor<T> index(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices);
+/// Coordinates of the non-zero elements, shape [count, x.dim()].
+template <expression E>
+Tensor<int64_t> nonzero(const E& x);
+/// The elements of x where mask (broadcast) is true, as a 1-d tensor.
+template <scalar_type T, expression M>
+Tensor<T> masked_select(const Tensor<T>& x, const M& mask);
+
+// In place (PyTorch's trailing underscore); each returns x.
+template <scalar_type T>
+Tensor<T>& scatter_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src);
+template <scalar_type T>
+Tensor<T>& scatter_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value);
+template <scalar_type T>
+Tensor<T>& scatter_add_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src);
+template <scalar_type T>
+Tensor<T>& index_add_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& source, T alpha = T(1));
+template <scalar_type T>
+Tensor<T>& index_copy_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& source);
+template <scalar_type T>
+Tensor<T>& index_fill_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value);
+template <scalar_type T>
+Tensor<T>& index_put_(Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices, const Tensor<T>& values, bool accumulate = false);
+/// Treats x as 1-d (row-major) and writes source at the given flat indices.
+template <scalar_type T>
+Tensor<T>& put_(Tensor<T>& x, const Tensor<int64_t>& index, const Tensor<T>& source, bool accumulate = false);
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+
+/// Calls f(idx) for every multi-index of shape in row-major order.
+template <class F>
+void for_each_index(const Shape& shape, F&& f) {
+  const int64_t n = numel(shape);
+  int64_t idx[kMaxDims] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    f(static_cast<const int64_t*>(idx));
+    for (int d = shape.size() - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+inline int64_t offset_of(const int64_t* idx, const Strides& st) {
+  int64_t o = 0;
+  for (int d = 0; d < st.size(); ++d) o += idx[d] * st[d];
+  return o;
+}
+
+inline int64_t checked_index(int64_t i, int64_t size, int dim, const char* what) {
+  DL_CHECK(i >= -size && i < size, what, ": index ", i, " is out of bounds for dimension ", dim, " with size ", size);
+  return i < 0 ? i + size : i;
+}
+
+/// A node with next edges to the given tensors (invalid edges for those that need no gradient).
+template <class NodeT, class... Ts>
+std::shared_ptr<NodeT> make_node(std::shared_ptr<NodeT> node, const Ts&... inputs) {
+  (node->mutable_next_edges().push_back(is_grad_enabled() ? autograd::gradient_edge(inputs.impl()) : autograd::Edge{}), ...);
+  return node;
+}
+
+/// A backward rule given by a function of the output gradient.
+template <class T, class F>
+class LambdaBackward : public autograd::Node {
+ public:
+  LambdaBackward(std::string name, F f) : name_(std::move(name)), f_(std::move(f)) {}
+  std::string name() const override { return name_; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override { return f_(Tensor<T>(g[0])); }
+  void release_variables() override { released_ = true; }
+
+ private:
+  std::string name_;
+  F f_;
+  bool released_ = false;
+};
+
+/// Records `rule(grad) -> {grad per input}` as out's history when any input requires grad.
+template <class T, class F, class... Ins>
+Tensor<T> with_grad(Tensor<T> out, const char* name, F rule, const Ins&... inputs) {
+  if (autograd::any_requires_grad(inputs...)) {
+    auto node = make_node(std::make_shared<LambdaBackward<T, F>>(name, std::move(rule)), inputs...);
+    autograd::set_history(out, node);
+  }
+  return out;
+}
+
+template <class T>
+void check_index_dims(const Tensor<T>& x, const Tensor<int64_t>& index, int d, const char* what, bool src_like = false) {
+  DL_CHECK(index.dim() == x.dim() || (x.dim() == 0 && index.dim() <= 1), what,
+           ": Index tensor must have the same number of dimensions as input tensor (index shape ", index.shape(),
+           ", input shape ", x.shape(), ")");
+  for (int i = 0; i < index.dim() && x.dim() > 0; ++i)
+    if (i != d || src_like)
+      DL_CHECK(index.shape()[i] <= x.shape()[i], what, ": Size does not match at dimension ", i,
+               " expected index ", index.shape(), " to be smaller than self ", x.shape(), " apart from dimension ", d);
+}
+
+/// Core of scatter/scatter_add on raw memory: for each index position p, out[p with p[d] =
+/// index[p]] (op)= src[p]. `src` null means `value`.
+template <class T, class Op>
+void scatter_kernel(const Tensor<T>& out, int d, const Tensor<int64_t>& index, const Tensor<T>* src, T value, Op op,
+                    const char* what) {
+  const Tensor<int64_t> idx = index.contiguous();
+  const int64_t n = out.dim() ? out.shape()[d] : 1;
+  int64_t i = 0;
+  for_each_index(idx.shape(), [&](const int64_t* p) {
+    const int64_t k = checked_index(idx.data()[i++], n, d, what);
+    int64_t o = 0;
+    for (int a = 0; a < out.dim(); ++a) o += (a == d ? k : p[a]) * out.strides()[a];
+    op(out.data()[o], src ? src->data()[offset_of(p, src->strides())] : value);
+  });
+}
+
+template <class T>
+Tensor<int64_t> slice_index_check(const Tensor<int64_t>& index, int64_t size, int d, const char* what) {
+  DL_CHECK(index.dim() <= 1, what, "(): Index is supposed to be a vector (got shape ", index.shape(), ")");
+  Tensor<int64_t> idx = index.reshape({-1}).contiguous();
+  for (int64_t i = 0; i < idx.numel(); ++i) (void)checked_index(idx.data()[i], size, d, what);
+  return idx;
+}
+
+/// Applies op(x.select(dim, index[i]), source.select(dim, i)) slice by slice.
+template <class T, class Op>
+void index_slices(const Tensor<T>& x, int d, const Tensor<int64_t>& idx, const Tensor<T>* source, Op op) {
+  const int64_t n = x.shape()[d];
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    const int64_t k = idx.data()[i] < 0 ? idx.data()[i] + n : idx.data()[i];
+    Tensor<T> dst = x.select(d, k);
+    op(dst, source ? source->select(d, i) : Tensor<T>());
+  }
+}
+
+}  // namespace detail
+
+// ---- cat / stack / repeat
+
+template <scalar_type T>
+Tensor<T> cat(const std::vector<Tensor<T>>& tensors, int64_t dim) {
+  DL_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  // 1-d empty tensors are skipped, as in PyTorch (legacy behaviour).
+  std::vector<Tensor<T>> parts;
+  for (const auto& t : tensors)
+    if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
+  if (parts.empty()) return tensors[0].clone();
+  const Tensor<T>& ref = parts[0];
+  DL_CHECK(ref.dim() > 0, "zero-dimensional tensor (at position 0) cannot be concatenated");
+  const int d = wrap_dim(dim, ref.dim(), "cat");
+  Shape shape = ref.shape();
+  shape[d] = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& t = parts[i];
+    DL_CHECK(t.dim() == ref.dim(), "Tensors must have same number of dimensions: got ", ref.dim(), " and ", t.dim());
+    for (int a = 0; a < ref.dim(); ++a)
+      DL_CHECK(a == d || t.shape()[a] == ref.shape()[a], "Sizes of tensors must match except in dimension ", d,
+               ". Expected size ", ref.shape()[a], " but got size ", t.shape()[a], " for tensor number ", i, " in the list.");
+    shape[d] += t.shape()[d];
+  }
+  Tensor<T> out = empty<T>(shape);
+  std::vector<int64_t> sizes;
+  {
+    NoGradGuard no_grad;
+    int64_t start = 0;
+    for (const auto& t : parts) {
+      out.narrow(d, start, t.shape()[d]).copy_(t);
+      start += t.shape()[d];
+      sizes.push_back(t.shape()[d]);
+    }
+  }
+  bool any = false;
+  for (const auto& t : parts) any = any || autograd::any_requires_grad(t);
+  if (any) {
+    auto node = std::make_shared<detail::LambdaBackward<T, std::function<std::vector<TensorImplPtr>(const Tensor<T>&)>>>(
+        "CatBackward", [sizes, d](const Tensor<T>& g) {
+          std::vector<TensorImplPtr> out;
+          for (const auto& piece : g.split(sizes, d)) out.push_back(piece.impl());
+          return out;
+        });
+    for (const auto& t : parts) node->mutable_next_edges().push_back(autograd::gradient_edge(t.impl()));
+    autograd::set_history(out, node);
+  }
+  return out;
+}
+
+template <scalar_type T>
+Tensor<T> stack(const std::vector<Tensor<T>>& tensors, int64_t dim) {
+  DL_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
+  const int d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor<T>> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    DL_CHECK(tensors[i].shape() == tensors[0].shape(), "stack expects each tensor to be equal size, but got ",
+             tensors[0].shape(), " at entry 0 and ", tensors[i].shape(), " at entry ", i);
+    parts.push_back(tensors[i].unsqueeze(d));
+  }
+  return cat(parts, d);
+}
+
+template <scalar_type T>
+Tensor<T> repeat(const Tensor<T>& x, Dims repeats) {
+  DL_CHECK(repeats.size() >= x.dim(), "Number of dimensions of repeat dims (", repeats.size(),
+           ") can not be smaller than number of dimensions of tensor (", x.dim(), ")");
+  const int n = repeats.size(), off = n - x.dim();
+  // View x as [1, s0, 1, s1, ...] expanded to [r0, s0, r1, s1, ...], then flatten pairs.
+  Shape padded, expanded, out_shape;
+  for (int i = 0; i < n; ++i) {
+    DL_CHECK(repeats[i] >= 0, "Trying to create tensor with negative dimension ", repeats[i], ": ", repeats);
+    const int64_t s = i < off ? 1 : x.shape()[i - off];
+    out_shape.push_back(s * repeats[i]);
+  }
+  DL_CHECK(2 * n <= kMaxDims || n == 0, "repeat: at most ", kMaxDims / 2, " dims supported, got ", n);
+  for (int i = 0; i < n; ++i) {
+    const int64_t s = i < off ? 1 : x.shape()[i - off];
+    padded.push_back(1);
+    padded.push_back(s);
+    expanded.push_back(repeats[i]);
+    expanded.push_back(s);
+  }
+  return x.reshape(padded).expand(expanded).contiguous().reshape(out_shape);
+}
+
+// ---- gather / scatter
+
+template <scalar_type T>
+Tensor<T> gather(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index) {
+  const int d = wrap_dim(dim, x.dim(), "gather");
+  detail::check_index_dims(x, index, d, "gather");
+  Tensor<T> out = empty<T>(index.shape());
+  const Tensor<int64_t> idx = index.contiguous();
+  const int64_t n = x.dim() ? x.shape()[d] : 1;
+  int64_t i = 0;
+  detail::for_each_index(idx.shape(), [&](const int64_t* p) {
+    const int64_t k = detail::checked_index(idx.data()[i], n, d, "gather");
+    int64_t o = 0;
+    for (int a = 0; a < x.dim(); ++a) o += (a == d ? k : p[a]) * x.strides()[a];
+    out.data()[i++] = x.data()[o];
+  });
+  const Shape in = x.shape();
+  return detail::with_grad(out, "GatherBackward", [in, d, idx](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{scatter_add(zeros<T>(in), d, idx, g).impl()};
+  }, x);
+}
+
+template <scalar_type T>
+Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src) {
+  const int d = wrap_dim(dim, x.dim(), "scatter");
+  detail::check_index_dims(x, index, d, "scatter");
+  detail::check_index_dims(src, index, d, "scatter", true);
+  Tensor<T> out;
+  {
+    NoGradGuard no_grad;
+    out = x.clone();
+    detail::scatter_kernel(out, d, index, &src, T(0), [](T& o, T v) { o = v; }, "scatter");
+  }
+  const Tensor<int64_t> idx = index.contiguous();
+  return detail::with_grad(out, "ScatterBackward", [d, idx](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{scatter(g, d, idx, T(0)).impl(), gather(g, d, idx).impl()};
+  }, x, src);
+}
+
+template <scalar_type T>
+Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value) {
+  const int d = wrap_dim(dim, x.dim(), "scatter");
+  detail::check_index_dims(x, index, d, "scatter");
+  Tensor<T> out;
+  {
+    NoGradGuard no_grad;
+    out = x.clone();
+    detail::scatter_kernel(out, d, index, nullptr, value, [](T& o, T v) { o = v; }, "scatter");
+  }
+  const Tensor<int64_t> idx = index.contiguous();
+  return detail::with_grad(out, "ScatterBackward", [d, idx](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{scatter(g, d, idx, T(0)).impl()};
+  }, x);
+}
+
+template <scalar_type T>
+Tensor<T> scatter_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src) {
+  const int d = wrap_dim(dim, x.dim(), "scatter_add");
+  detail::check_index_dims(x, index, d, "scatter_add");
+  detail::check_index_dims(src, index, d, "scatter_add", true);
+  Tensor<T> out;
+  {
+    NoGradGuard no_grad;
+    out = x.clone();
+    detail::scatter_kernel(out, d, index, &src, T(0), [](T& o, T v) { o += v; }, "scatter_add");
+  }
+  const Tensor<int64_t> idx = index.contiguous();
+  return detail::with_grad(out, "ScatterAddBackward", [d, idx](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{g.impl(), gather(g, d, idx).impl()};
+  }, x, src);
+}
+
+// ---- index_select / index_add / index_copy / index_fill
+
+template <scalar_type T>
+Tensor<T> index_select(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index) {
+  const int d = wrap_dim(dim, x.dim(), "index_select");
+  const int64_t n = x.dim() ? x.shape()[d] : 1;
+  const Tensor<int64_t> idx = detail::slice_index_check<T>(index, n, d, "index_select");
+  Shape shape = x.shape();
+  if (x.dim()) shape[d] = idx.numel();
+  Tensor<T> out = empty<T>(shape);
+  {
+    NoGradGuard no_grad;
+    if (x.dim() == 0) out.copy_(x);
+    for (int64_t i = 0; i < idx.numel() && x.dim(); ++i) {
+      const int64_t k = idx.data()[i] < 0 ? idx.data()[i] + n : idx.data()[i];
+      out.select(d, i).copy_(x.select(d, k));
+    }
+  }
+  const Shape in = x.shape();
+  return detail::with_grad(out, "IndexSelectBackward", [in, d, idx](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{index_add(zeros<T>(in), d, idx, g).impl()};
+  }, x);
+}
+
+template <scalar_type T>
+Tensor<T> index_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& source, T alpha) {
+  const int d = wrap_dim(dim, x.dim(), "index_add");
+  const Tensor<int64_t> idx = detail::slice_index_check<T>(index, x.dim() ? x.shape()[d] : 1, d, "index_add");
+  DL_CHECK(source.dim() == x.dim() && (x.dim() == 0 || source.shape()[d] == idx.numel()), "index_add_(): source shape ",
+           source.shape(), " does not match self ", x.shape(), " with ", idx.numel(), " indices along dim ", d);
+  Tensor<T> out;
+  {
+    NoGradGuard no_grad;
+    out = x.clone();
+    detail::index_slices(out, d, idx, &source, [&](Tensor<T>& dst, const Tensor<T>& s) { dst.add_(s * alpha); });
+  }
+  return detail::with_grad(out, "IndexAddBackward", [d, idx, alpha](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{g.impl(), Tensor<T>(index_select(g, d, idx) * alpha).impl()};
+  }, x, source);
+}
+
+template <scalar_type T>
+Tensor<T> index_copy(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& source) {
+  const int d = wrap_dim(dim, x.dim(), "index_copy");
+  const Tensor<int64_t> idx = detail::slice_index_check<T>(index, x.dim() ? x.shape()[d] : 1, d, "index_copy");
+  DL_CHECK(source.dim() == x.dim() && (x.dim() == 0 || source.shape()[d] == idx.numel()), "index_copy_(): source shape ",
+           source.shape(), " does not match self ", x.shape(), " with ", idx.numel(), " indices along dim ", d);
+  Tensor<T> out;
+  {
+    NoGradGuard no_grad;
+    out = x.clone();
+    detail::index_slices(out, d, idx, &source, [&](Tensor<T>& dst, const Tensor<T>& s) { dst.copy_(s); });
+  }
+  return detail::with_grad(out, "IndexCopyBackward", [d, idx](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{index_fill(g, d, idx, T(0)).impl(), index_select(g, d, idx).impl()};
+  }, x, source);
+}
+
+template <scalar_type T>
+Tensor<T> index_fill(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value) {
+  const int d = wrap_dim(dim, x.dim(), "index_fill");
+  const Tensor<int64_t> idx = detail::slice_index_check<T>(index, x.dim() ? x.shape()[d] : 1, d, "index_fill");
+  Tensor<T> out;
+  {
+    NoGradGuard no_grad;
+    out = x.clone();
+    detail::index_slices(out, d, idx, static_cast<const Tensor<T>*>(nullptr), [&](Tensor<T>& dst, const Tensor<T>&) { dst.fill_(value); });
+  }
+  return detail::with_grad(out, "IndexFillBackward", [d, idx](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{index_fill(g, d, idx, T(0)).impl()};
+  }, x);
+}
+
+// ---- advanced indexing
+
+namespace detail {
+/// Index tensors broadcast together, with negatives wrapped and bounds checked.
+template <class T>
+std::vector<Tensor<int64_t>> prepare_indices(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices, Shape& bshape) {
+  DL_CHECK(!indices.empty() && int(indices.size()) <= x.dim(), "too many indices for tensor of dimension ", x.dim(),
+           " (got ", indices.size(), ")");
+  bshape = indices[0].shape();
+  for (const auto& i : indices) bshape = broadcast_shapes(bshape, i.shape());
+  std::vector<Tensor<int64_t>> out;
+  for (size_t a = 0; a < indices.size(); ++a) {
+    Tensor<int64_t> e = indices[a].expand(bshape).contiguous();
+    for (int64_t j = 0; j < e.numel(); ++j) (void)checked_index(e.data()[j], x.shape()[int(a)], int(a), "index");
+    out.push_back(e);
+  }
+  return out;
+}
+/// Offset (in x) of the slice addressed by element j of the broadcast index tensors.
+template <class T>
+int64_t indexed_offset(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& idx, int64_t j) {
+  int64_t o = 0;
+  for (size_t a = 0; a < idx.size(); ++a) {
+    int64_t k = idx[a].data()[j];
+    if (k < 0) k += x.shape()[int(a)];
+    o += k * x.strides()[int(a)];
+  }
+  return o;
+}
+}  // namespace detail
+
+template <scalar_type T>
+Tensor<T> index(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices) {
+  Shape bshape;
+  const auto idx = detail::prepare_indices(x, indices, bshape);
+  Shape rest, out_shape = bshape;
+  for (int a = int(indices.size()); a < x.dim(); ++a) {
+    rest.push_back(x.shape()[a]);
+    out_shape.push_back(x.shape()[a]);
+  }
+  Tensor<T> out = empty<T>(out_shape);
+  const int64_t m = numel(bshape), r = numel(rest);
+  Strides rest_st;
+  for (int a = int(indices.size()); a < x.dim(); ++a) rest_st.push_back(x.strides()[a]);
+  for (int64_t j = 0; j < m; ++j) {
+    const T* src = x.data() + detail::indexed_offset(x, idx, j);
+    int64_t k = 0;
+    detail::for_each_index(rest, [&](const int64_t* p) { out.data()[j * r + k++] = src[detail::offset_of(p, rest_st)]; });
+  }
+  const Shape in = x.shape();
+  return detail::with_grad(out, "IndexBackward", [in, idx](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{index_put(zeros<T>(in), idx, g, true).impl()};
+  }, x);
+}
+
+template <scalar_type T>
+Tensor<T> index_put(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices, const Tensor<T>& values, bool accumulate) {
+  Shape bshape;
+  const auto idx = detail::prepare_indices(x, indices, bshape);
+  Shape target = bshape, rest;
+  for (int a = int(indices.size()); a < x.dim(); ++a) {
+    target.push_back(x.shape()[a]);
+    rest.push_back(x.shape()[a]);
+  }
+  DL_CHECK(broadcast_shapes(values.shape(), target) == target, "shape mismatch: value tensor of shape ", values.shape(),
+           " cannot be broadcast to indexing result of shape ", target);
+  Tensor<T> out;
+  {
+    NoGradGuard no_grad;
+    out = x.clone();
+    const Tensor<T> v = values.expand(target).contiguous();
+    const int64_t m = numel(bshape), r = numel(rest);
+    Strides rest_st;
+    for (int a = int(indices.size()); a < x.dim(); ++a) rest_st.push_back(out.strides()[a]);
+    for (int64_t j = 0; j < m; ++j) {
+      T* dst = out.data() + detail::indexed_offset(out, idx, j);
+      int64_t k = 0;
+      detail::for_each_index(rest, [&](const int64_t* p) {
+        T& o = dst[detail::offset_of(p, rest_st)];
+        o = accumulate ? T(o + v.data()[j * r + k]) : v.data()[j * r + k];
+        ++k;
+      });
+    }
+  }
+  const Shape vshape = values.shape();
+  return detail::with_grad(out, "IndexPutBackward", [idx, vshape, accumulate](const Tensor<T>& g) {
+    Tensor<T> gx = accumulate ? g : index_put(g, idx, zeros<T>({}), false);
+    Tensor<T> gv = index(g, idx);
+    if (gv.shape() != vshape) {
+      const uint32_t mask = autograd::broadcast_mask(vshape, gv.shape());
+      Dims dims;
+      for (int d = 0; d < gv.dim(); ++d)
+        if ((mask >> d) & 1) dims.push_back(d);
+      gv = dl::sum(gv, dims, true).reshape(vshape);
+    }
+    return std::vector<TensorImplPtr>{gx.impl(), gv.impl()};
+  }, x, values);
+}
+
+template <expression E>
+Tensor<int64_t> nonzero(const E& e) {
+  using T = expr::value_type_t<E>;
+  const Tensor<T> x = detail::materialize(e);
+  std::vector<int64_t> coords;
+  int64_t count = 0;
+  const Tensor<T> c = x.contiguous();
+  int64_t i = 0;
+  detail::for_each_index(x.shape(), [&](const int64_t* p) {
+    if (c.data()[i++] != T(0)) {
+      coords.insert(coords.end(), p, p + x.dim());
+      ++count;
+    }
+  });
+  Tensor<int64_t> out = empty<int64_t>({count, int64_t(x.dim())});
+  std::copy(coords.begin(), coords.end(), out.data());
+  return out;
+}
+
+template <scalar_type T, expression M>
+Tensor<T> masked_select(const Tensor<T>& x, const M& mask_expr) {
+  static_assert(std::is_same_v<expr::value_type_t<M>, bool>, "masked_select: the mask must be a bool tensor or expression");
+  const Tensor<bool> mask = detail::materialize(mask_expr);
+  const Shape shape = broadcast_shapes(x.shape(), mask.shape());
+  const Tensor<bool> m = mask.expand(shape).contiguous();
+  std::vector<Tensor<int64_t>> idx;
+  const Tensor<int64_t> nz = nonzero(m);
+  for (int d = 0; d < int(shape.size()); ++d) idx.push_back(nz.select(1, d).contiguous());
+  if (shape.size() == 0) return index(x.reshape({1}), {nonzero(m.reshape({1})).select(1, 0).contiguous()});
+  return index(x.expand(shape), idx);
+}
+
+// ---- in place
+
+namespace detail {
+/// Writes `result` (computed out of place, with history) into x: in-place ops under autograd.
+template <class T>
+Tensor<T>& assign_result(Tensor<T>& x, const Tensor<T>& result) {
+  return x.copy_(result);
+}
+template <class T, class... Ins>
+bool needs_history(const Tensor<T>& x, const Ins&... ins) {
+  return autograd::any_requires_grad(x, ins...);
+}
+}  // namespace detail
+
+template <scalar_type T>
+Tensor<T>& scatter_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src) {
+  if (detail::needs_history(x, src)) return detail::assign_result(x, scatter(x, dim, index, src));
+  const int d = wrap_dim(dim, x.dim(), "scatter_");
+  detail::check_index_dims(x, index, d, "scatter_");
+  detail::check_index_dims(src, index, d, "scatter_", true);
+  detail::scatter_kernel(x, d, index, &src, T(0), [](T& o, T v) { o = v; }, "scatter_");
+  x.bump_version();
+  return x;
+}
+template <scalar_type T>
+Tensor<T>& scatter_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value) {
+  if (detail::needs_history(x)) return detail::assign_result(x, scatter(x, dim, index, value));
+  const int d = wrap_dim(dim, x.dim(), "scatter_");
+  detail::check_index_dims(x, index, d, "scatter_");
+  detail::scatter_kernel(x, d, index, nullptr, value, [](T& o, T v) { o = v; }, "scatter_");
+  x.bump_version();
+  return x;
+}
+template <scalar_type T>
+Tensor<T>& scatter_add_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src) {
+  if (detail::needs_history(x, src)) return detail::assign_result(x, scatter_add(x, dim, index, src));
+  const int d = wrap_dim(dim, x.dim(), "scatter_add_");
+  detail::check_index_dims(x, index, d, "scatter_add_");
+  detail::check_index_dims(src, index, d, "scatter_add_", true);
+  detail::scatter_kernel(x, d, index, &src, T(0), [](T& o, T v) { o += v; }, "scatter_add_");
+  x.bump_version();
+  return x;
+}
+template <scalar_type T>
+Tensor<T>& index_add_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& source, T alpha) {
+  return detail::assign_result(x, index_add(x, dim, index, source, alpha));
+}
+template <scalar_type T>
+Tensor<T>& index_copy_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& source) {
+  return detail::assign_result(x, index_copy(x, dim, index, source));
+}
+template <scalar_type T>
+Tensor<T>& index_fill_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value) {
+  return detail::assign_result(x, index_fill(x, dim, index, value));
+}
+template <scalar_type T>
+Tensor<T>& index_put_(Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices, const Tensor<T>& values, bool accumulate) {
+  return detail::assign_result(x, index_put(x, indices, values, accumulate));
+}
+template <scalar_type T>
+Tensor<T>& put_(Tensor<T>& x, const Tensor<int64_t>& index, const Tensor<T>& source, bool accumulate) {
+  DL_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the same number of elements, but got source.numel() = ",
+           source.numel(), ", index.numel() = ", index.numel());
+  DL_CHECK(x.is_contiguous(), "put_(): the destination must be contiguous (shape ", x.shape(), ")");
+  Tensor<T> flat = x.view({-1});
+  Tensor<T> result = index_put(flat, {index.reshape({-1})}, source.reshape({-1}), accumulate);
+  if (!detail::needs_history(x, source)) {
+    std::copy(result.data(), result.data() + result.numel(), x.data());
+    x.bump_version();
+    return x;
+  }
+  return x.copy_(result.view(x.shape()));
+}
+
+}  // namespace dl
