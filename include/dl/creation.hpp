@@ -93,18 +93,28 @@ template <scalar_type T>
 Tensor<T> empty(Shape shape, Device device) {
   return Tensor<T>(detail::make_impl(dtype_of<T>, shape, device));
 }
+namespace detail {
+/// A fresh tensor filled with v (no in-place bookkeeping: its version stays 0, as in PyTorch).
+template <class T>
+Tensor<T> filled(const Shape& shape, T v, Device device) {
+  Tensor<T> t = empty<T>(shape, device);
+  expr::assign(t, expr::Scalar<T>{v});
+  return t;
+}
+}  // namespace detail
+
 template <scalar_type T>
 Tensor<T> zeros(Shape shape, Device device) {
-  return empty<T>(shape, device).fill_(T(0));
+  return detail::filled(shape, T(0), device);
 }
 template <scalar_type T>
 Tensor<T> ones(Shape shape, Device device) {
-  return empty<T>(shape, device).fill_(T(1));
+  return detail::filled(shape, T(1), device);
 }
 template <class T, expr::number V>
 auto full(Shape shape, V value, Device device) {
   using R = std::conditional_t<std::is_void_v<T>, detail::default_full_t<V>, T>;
-  return empty<R>(shape, device).fill_(R(value));
+  return detail::filled(shape, R(value), device);
 }
 
 template <class T, expr::number A, expr::number B, expr::number C>

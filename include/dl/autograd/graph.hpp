@@ -351,7 +351,7 @@ class ExprBackward : public Node {
     body.g.for_each_stride([&](int64_t* s) { inputs[n++] = s; });
     int64_t* outputs[1] = {body.st};
     const expr::LoopPlan plan = expr::plan_loop(shape_, std::span(inputs.data(), n), outputs);
-    expr::run_loop(plan, body);
+    expr::run_loop<false>(plan, body);
   }
 
   void backward_graph(const Tensor<T>& g, std::vector<TensorImplPtr>& out);  // engine.hpp

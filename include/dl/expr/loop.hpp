@@ -109,11 +109,17 @@ void run_rows(const LoopPlan& p, const Body& body, int64_t grain) {
   });
 }
 
-template <class Body>
+/// Runs the body over the plan. With Contig = false the all-contiguous case runs the broadcast
+/// loop (one predictable branch per operand load), which halves the code a body instantiates;
+/// reductions and backward passes use that, the forward elementwise hot path does not.
+template <bool Contig = true, class Body>
 void run_loop(const LoopPlan& p, const Body& body, int64_t grain = kElementwiseGrain) {
   if (p.numel == 0) return;
   switch (p.access) {
-    case Access::Contig: run_rows<Access::Contig>(p, body, grain); break;
+    case Access::Contig:
+      if constexpr (Contig) run_rows<Access::Contig>(p, body, grain);
+      else run_rows<Access::Mixed>(p, body, grain);
+      break;
     case Access::Mixed: run_rows<Access::Mixed>(p, body, grain); break;
     case Access::Strided: run_rows<Access::Strided>(p, body, grain); break;
   }

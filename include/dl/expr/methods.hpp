@@ -102,9 +102,14 @@ struct ExprBase {
   auto argmax(int64_t dim, bool keepdim = false) const { return dl::argmax(self(), dim, keepdim); }
   auto argmin() const { return dl::argmin(self()); }
   auto argmin(int64_t dim, bool keepdim = false) const { return dl::argmin(self(), dim, keepdim); }
-  auto var(bool unbiased = true) const { return dl::var(self(), unbiased); }
+  // The bool overloads are templates on exactly bool, so that x.var({1}) means dims, not a bool.
+  auto var() const { return dl::var(self(), true); }
+  template <std::same_as<bool> B>
+  auto var(B unbiased) const { return dl::var(self(), unbiased); }
   auto var(Dims dims, bool unbiased = true, bool keepdim = false) const { return dl::var(self(), dims, unbiased, keepdim); }
-  auto std(bool unbiased = true) const { return dl::std(self(), unbiased); }
+  auto std() const { return dl::std(self(), true); }
+  template <std::same_as<bool> B>
+  auto std(B unbiased) const { return dl::std(self(), unbiased); }
   auto std(Dims dims, bool unbiased = true, bool keepdim = false) const { return dl::std(self(), dims, unbiased, keepdim); }
   auto norm(double p = 2) const { return dl::norm(self(), p); }
   auto norm(double p, Dims dims, bool keepdim = false) const { return dl::norm(self(), p, dims, keepdim); }

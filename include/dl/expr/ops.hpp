@@ -345,8 +345,14 @@ struct PowScalar {
 
 /// clamp(x, lo, hi); NaN propagates. A missing bound is the type's infinity (or extreme).
 template <class T>
-struct Clamp : SameTypeUnary {
+struct Clamp {  // no base class: it stays an aggregate, Clamp<T>{lo, hi}
   T lo, hi;
+  template <class A>
+  using result = A;
+  template <size_t I, class A>
+  using input = A;
+  template <size_t I>
+  static constexpr bool differentiable = true;
   static constexpr std::string_view name = "Clamp";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -504,7 +510,7 @@ struct Maximum : ArithBinary {
   template <class X>
   DL_HD X operator()(const X& a, const X& b) const {
     if constexpr (std::is_integral_v<scalar_of_t<X>>) return select(a < b, b, a);
-    else return select(a != a, a, select(a < b, b, a));
+    else return select((a != a) | (b != b), a + b, select(a < b, b, a));
   }
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& a, const B& b, const O&, const G& g) const {
@@ -520,7 +526,7 @@ struct Minimum : ArithBinary {
   template <class X>
   DL_HD X operator()(const X& a, const X& b) const {
     if constexpr (std::is_integral_v<scalar_of_t<X>>) return select(b < a, b, a);
-    else return select(a != a, a, select(b < a, b, a));
+    else return select((a != a) | (b != b), a + b, select(b < a, b, a));
   }
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& a, const B& b, const O&, const G& g) const {

@@ -191,10 +191,14 @@ Tensor<expr::value_type_t<E>> extreme_impl(const E& e, Dims dims, bool keepdim, 
   DL_CHECK(numel(shape) > 0, what, "(): cannot perform reduction on a tensor with no elements (shape ", shape,
            ") because the operation does not have an identity");
   using R = std::conditional_t<IsMax, expr::MaxReducer<T>, expr::MinReducer<T>>;
-  if (!wants_grad(e)) return reduce_node<R, T>(expr::as_node(e), shape, mask, keepdim);
-  const Tensor<T> x = materialize(e);
-  Tensor<T> out = reduce_node<R, T>(expr::as_node(x), shape, mask, keepdim);
-  return record(out, x, std::make_shared<ExtremeBackward<T>>(IsMax ? "AmaxBackward" : "AminBackward", x, out, mask, keepdim));
+  if constexpr (floating_scalar<T>) {
+    if (wants_grad(e)) {
+      const Tensor<T> x = materialize(e);
+      Tensor<T> out = reduce_node<R, T>(expr::as_node(x), shape, mask, keepdim);
+      return record(out, x, std::make_shared<ExtremeBackward<T>>(IsMax ? "AmaxBackward" : "AminBackward", x, out, mask, keepdim));
+    }
+  }
+  return reduce_node<R, T>(expr::as_node(e), shape, mask, keepdim);
 }
 
 /// Values and indices of the max (or min) along one dim of a tensor. NaN counts as the largest
@@ -287,6 +291,7 @@ MaxResult<expr::value_type_t<E>> max_dim_impl(const E& e, int64_t dim, bool keep
   using T = expr::value_type_t<E>;
   const auto x = materialize(e);
   MaxResult<T> r = arg_reduce<IsMax>(x, dim, keepdim, what);
+  if constexpr (floating_scalar<T>)
   if (wants_grad(x)) {
     const int d = wrap_dim(dim, x.dim(), what);
     record(r.values, x, std::make_shared<IndexReduceBackward<T>>(IsMax ? "MaxBackward" : "MinBackward", x.shape(), r.indices, d, keepdim));
@@ -375,10 +380,14 @@ Tensor<sum_t<expr::value_type_t<E>>> prod(const E& e) {
   using A = sum_t<T>;
   const Shape shape = expr::shape_of(expr::as_node(e));
   const uint32_t mask = detail::reduce_mask({}, shape.size(), "prod");
-  if (!detail::wants_grad(e)) return detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(e), shape, mask, false);
-  const Tensor<T> x = detail::materialize(e);
-  Tensor<A> out = detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(x), shape, mask, false);
-  return detail::record(out, x, std::make_shared<detail::ProdBackward<T>>(x, 0, true, false));
+  if constexpr (!floating_scalar<T>) {
+    return detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(e), shape, mask, false);
+  } else {
+    if (!detail::wants_grad(e)) return detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(e), shape, mask, false);
+    const Tensor<T> x = detail::materialize(e);
+    Tensor<A> out = detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(x), shape, mask, false);
+    return detail::record(out, x, std::make_shared<detail::ProdBackward<T>>(x, 0, true, false));
+  }
 }
 template <expression E>
 Tensor<sum_t<expr::value_type_t<E>>> prod(const E& e, int64_t dim, bool keepdim) {
@@ -386,10 +395,14 @@ Tensor<sum_t<expr::value_type_t<E>>> prod(const E& e, int64_t dim, bool keepdim)
   using A = sum_t<T>;
   const Shape shape = expr::shape_of(expr::as_node(e));
   const uint32_t mask = detail::reduce_mask({dim}, shape.size(), "prod");
-  if (!detail::wants_grad(e)) return detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(e), shape, mask, keepdim);
-  const Tensor<T> x = detail::materialize(e);
-  Tensor<A> out = detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(x), shape, mask, keepdim);
-  return detail::record(out, x, std::make_shared<detail::ProdBackward<T>>(x, wrap_dim(dim, shape.size(), "prod"), false, keepdim));
+  if constexpr (!floating_scalar<T>) {
+    return detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(e), shape, mask, keepdim);
+  } else {
+    if (!detail::wants_grad(e)) return detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(e), shape, mask, keepdim);
+    const Tensor<T> x = detail::materialize(e);
+    Tensor<A> out = detail::reduce_node<expr::ProdReducer<A>, A>(expr::as_node(x), shape, mask, keepdim);
+    return detail::record(out, x, std::make_shared<detail::ProdBackward<T>>(x, wrap_dim(dim, shape.size(), "prod"), false, keepdim));
+  }
 }
 
 template <expression E>
@@ -457,16 +470,16 @@ Tensor<expr::value_type_t<E>> var(const E& e, Dims dims, bool unbiased, bool kee
   Tensor<T> s = sum(expr::square(x - m), dims, keepdim);
   return s / denom;
 }
-template <expression E>
-Tensor<expr::value_type_t<E>> var(const E& e, bool unbiased) {
+template <expression E, std::same_as<bool> B>
+Tensor<expr::value_type_t<E>> var(const E& e, B unbiased) {
   return var(e, Dims{}, unbiased, false);
 }
 template <expression E>
 Tensor<expr::value_type_t<E>> std(const E& e, Dims dims, bool unbiased, bool keepdim) {
   return expr::sqrt(var(e, dims, unbiased, keepdim));
 }
-template <expression E>
-Tensor<expr::value_type_t<E>> std(const E& e, bool unbiased) {
+template <expression E, std::same_as<bool> B>
+Tensor<expr::value_type_t<E>> std(const E& e, B unbiased) {
   return std(e, Dims{}, unbiased, false);
 }
 

@@ -34,9 +34,9 @@ template <expression E> Tensor<int64_t> argmax(const E& e, int64_t dim, bool kee
 template <expression E> Tensor<int64_t> argmin(const E& e);
 template <expression E> Tensor<int64_t> argmin(const E& e, int64_t dim, bool keepdim = false);
 /// Variance with Bessel's correction when unbiased (PyTorch's default).
-template <expression E> Tensor<expr::value_type_t<E>> var(const E& e, bool unbiased = true);
+template <expression E, std::same_as<bool> B = bool> Tensor<expr::value_type_t<E>> var(const E& e, B unbiased = true);
 template <expression E> Tensor<expr::value_type_t<E>> var(const E& e, Dims dims, bool unbiased = true, bool keepdim = false);
-template <expression E> Tensor<expr::value_type_t<E>> std(const E& e, bool unbiased = true);
+template <expression E, std::same_as<bool> B = bool> Tensor<expr::value_type_t<E>> std(const E& e, B unbiased = true);
 template <expression E> Tensor<expr::value_type_t<E>> std(const E& e, Dims dims, bool unbiased = true, bool keepdim = false);
 /// p-norm of the flattened input (p may be INFINITY / -INFINITY, or 0 to count non-zeros).
 template <expression E> Tensor<expr::value_type_t<E>> norm(const E& e, double p = 2);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "loop.hpp"
@@ -135,10 +136,11 @@ A reduce_range(View& v, const Space& s, int64_t lo, int64_t hi, A acc) {
   return acc;
 }
 
+/// Calls f with the access kind as a constant. Reductions fold Contig into Mixed (see run_loop).
 template <class F>
 void dispatch_access(Access k, F&& f) {
   switch (k) {
-    case Access::Contig: f(std::integral_constant<Access, Access::Contig>{}); break;
+    case Access::Contig:
     case Access::Mixed: f(std::integral_constant<Access, Access::Mixed>{}); break;
     case Access::Strided: f(std::integral_constant<Access, Access::Strided>{}); break;
   }
@@ -250,7 +252,7 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
       });
     } else {
       const int64_t nb = (red + kReduceBlock - 1) / kReduceBlock;
-      std::vector<A> partial(size_t(M * nb));
+      std::unique_ptr<A[]> partial(new A[size_t(M * nb)]);
       dispatch_access(access, [&](auto K) {
         detail::parallel_for(0, M * nb, 1, [&](int64_t b, int64_t e) {
           View local = view;
@@ -283,18 +285,22 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
   int64_t rows_per_block = std::max<int64_t>(1, kReduceBlock / std::min(C, CB));
   rows_per_block = std::max(rows_per_block, (Rn + 63) / 64);
   const int64_t nrb = (Rn + rows_per_block - 1) / rows_per_block;
-  std::vector<A> partial(nrb > 1 ? size_t(Ko * C * nrb) : 0);
+  std::unique_ptr<A[]> partial(nrb > 1 ? new A[size_t(Ko * C * nrb)] : nullptr);
   const int nouter = s.nd - 1;
 
   dispatch_access(access, [&](auto Kc) {
     constexpr Access K = Kc.value;
     detail::parallel_for(0, Ko * ncb * nrb, 1, [&](int64_t b, int64_t e) {
       View local = view;
+      // Two-level (cascade) accumulation: rows go into `part` and every kCascade rows `part` is
+      // folded into `acc`, so float sums over many rows keep their accuracy.
+      constexpr int64_t kCascade = 32;
       alignas(64) A acc[CB];
+      alignas(64) A part[CB];
       for (int64_t w = b; w < e; ++w) {
         const int64_t rb = w % nrb, cb = (w / nrb) % ncb, o = w / (nrb * ncb);
         const int64_t c0 = cb * CB, c1 = std::min(C, c0 + CB), width = c1 - c0;
-        for (int64_t c = 0; c < width; ++c) acc[c] = R::identity();
+        for (int64_t c = 0; c < width; ++c) acc[c] = part[c] = R::identity();
         int64_t idx[kMaxDims] = {};
         int64_t q = o;
         for (int d = k1 - 1; d >= 0; --d) {
@@ -313,13 +319,18 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
           if constexpr (K != Access::Strided && std::is_same_v<typename View::simd_type, A>) {
             constexpr int64_t W = batch<A>::size;
             for (; j + W <= c1; j += W) {
-              auto cur = batch<A>::load_aligned(acc + (j - c0));
-              R::combine(cur, local.template at<K, true>(j)).store_aligned(acc + (j - c0));
+              auto cur = batch<A>::load_aligned(part + (j - c0));
+              R::combine(cur, local.template at<K, true>(j)).store_aligned(part + (j - c0));
             }
           }
-          for (; j < c1; ++j) acc[j - c0] = R::combine(acc[j - c0], static_cast<A>(local.template at<K, false>(j)));
+          for (; j < c1; ++j) part[j - c0] = R::combine(part[j - c0], static_cast<A>(local.template at<K, false>(j)));
+          if ((r - r0) % kCascade == kCascade - 1 || r + 1 == r1)
+            for (int64_t c = 0; c < width; ++c) {
+              acc[c] = R::combine(acc[c], part[c]);
+              part[c] = R::identity();
+            }
         }
-        A* dst = nrb > 1 ? partial.data() + (rb * Ko + o) * C + c0 : out + o * C + c0;
+        A* dst = nrb > 1 ? partial.get() + (rb * Ko + o) * C + c0 : out + o * C + c0;
         std::copy(acc, acc + width, dst);
       }
     });
