@@ -317,7 +317,7 @@ Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index,
   {
     NoGradGuard no_grad;
     out = x.clone();
-    detail::scatter_kernel(out, d, index, nullptr, value, [](T& o, T v) { o = v; }, "scatter");
+    detail::scatter_kernel(out, d, index, static_cast<const Tensor<T>*>(nullptr), value, [](T& o, T v) { o = v; }, "scatter");
   }
   const Tensor<int64_t> idx = index.contiguous();
   return detail::with_grad(out, "ScatterBackward", [d, idx](const Tensor<T>& g) {
@@ -575,7 +575,7 @@ Tensor<T>& scatter_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T v
   if (detail::needs_history(x)) return detail::assign_result(x, scatter(x, dim, index, value));
   const int d = wrap_dim(dim, x.dim(), "scatter_");
   detail::check_index_dims(x, index, d, "scatter_");
-  detail::scatter_kernel(x, d, index, nullptr, value, [](T& o, T v) { o = v; }, "scatter_");
+  detail::scatter_kernel(x, d, index, static_cast<const Tensor<T>*>(nullptr), value, [](T& o, T v) { o = v; }, "scatter_");
   x.bump_version();
   return x;
 }
