@@ -1,0 +1,36 @@
+"""PyTorch side of bench/elementwise.cpp: prints the median time (ms) of one workload.
+usage: elementwise.py chain|sum|chain_backward N reps"""
+import sys
+import time
+
+import torch
+
+torch.set_num_threads(2)
+what, n, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+torch.manual_seed(0)
+a, b, c, d = (torch.randn(n) for _ in range(4))
+
+
+def chain():
+    return torch.sigmoid(a * b + c) * d
+
+
+def chain_backward():
+    for t in (a, b, c, d):
+        t.grad = None
+    y = torch.sigmoid(a * b + c) * d
+    y.sum().backward()
+
+
+if what == "chain_backward":
+    for t in (a, b, c, d):
+        t.requires_grad_(True)
+f = {"chain": chain, "sum": lambda: a.sum(), "chain_backward": chain_backward}[what]
+f()
+times = []
+for _ in range(reps):
+    t0 = time.perf_counter()
+    f()
+    times.append((time.perf_counter() - t0) * 1e3)
+times.sort()
+print(times[len(times) // 2])
