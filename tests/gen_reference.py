@@ -221,6 +221,43 @@ put("create.linspace", torch.linspace(-1, 2, 7))
 put("create.linspace_f64", torch.linspace(0, 1, 11, dtype=torch.float64))
 put("create.eye", torch.eye(3, 4))
 
+# ---------------------------------------------------------------- gradients
+ga = torch.randn(2, 3, 4, requires_grad=True)
+gb = torch.randn(3, 1, requires_grad=True)
+gc = torch.randn(4, requires_grad=True)
+gd = torch.randn(2, 3, 4, requires_grad=True)
+for name, t in (("ga", ga), ("gb", gb), ("gc", gc), ("gd", gd)):
+    put(name, t)
+
+
+def record_grads(tag, loss, named):
+    gs = torch.autograd.grad(loss, [t for _, t in named], allow_unused=True)
+    for (name, t), g in zip(named, gs):
+        put(f"grad.{tag}.{name}", g if g is not None else torch.zeros_like(t))
+
+
+record_grads("chain", (torch.sigmoid(ga * gb + gc) * gd).sum(), [("a", ga), ("b", gb), ("c", gc), ("d", gd)])
+record_grads("mixed", (ga.exp() / (1 + gb.abs()) - gc.tanh().pow(2)).mean(), [("a", ga), ("b", gb), ("c", gc)])
+record_grads("where", torch.where(ga > 0, ga * gd, -ga).sum(), [("a", ga), ("d", gd)])
+w_ = torch.linspace(-1, 1, 24).reshape(2, 3, 4)
+record_grads("var", (ga.var(1) * w_[:, 0, :]).sum(), [("a", ga)])
+record_grads("std", (ga.std((0, 2), keepdim=True) * torch.tensor([1.0, 2.0, 3.0]).reshape(1, 3, 1)).sum(), [("a", ga)])
+record_grads("norm", ga.norm() + ga.norm(1, dim=2).sum() + ga.norm(3, dim=0).sum(), [("a", ga)])
+record_grads("logsumexp", (ga.logsumexp(2) * w_[0, :, :2].t().reshape(2, 3)).sum(), [("a", ga)])
+record_grads("max", ga.max(1).values.sum() + ga.amax((0, 2)).sum() * 2 + ga.max(), [("a", ga)])
+record_grads("prod", (ga[0] / 4 + 1).prod(1).sum() + (ga[1, 0] / 4 + 1).prod(), [("a", ga)])
+record_grads("views", (ga.permute(2, 0, 1)[1:3].reshape(2, 6) * w_.reshape(4, 6)[:2]).sum()
+             + (ga.transpose(0, 1)[0] ** 2).sum() + ga.select(2, -1).expand(5, 2, 3).sum(), [("a", ga)])
+record_grads("index", (torch.gather(ga, 2, gi) * 3).sum() + torch.index_select(ga, 1, si).pow(2).sum()
+             + torch.cat([ga, gd * 2], 1).sum(1).pow(2).sum(), [("a", ga), ("d", gd)])
+x2 = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+y2 = (x2.sin() * x2).sum()
+(gx,) = torch.autograd.grad(y2, x2, create_graph=True)
+(ggx,) = torch.autograd.grad((gx * gx).sum(), x2)
+put("gg.x", x2)
+put("gg.first", gx)
+put("gg.second", ggx)
+
 with open(os.path.join(HERE, "data", "reference.txt"), "w") as f:
     f.write("\n".join(records) + "\n")
 

@@ -1,5 +1,6 @@
 // dl/dl.hpp — everything in dl that needs no GPU.
 #pragma once
 
+#include "autograd/gradcheck.hpp"
 #include "ops/indexing.hpp"
 #include "tensor.hpp"

@@ -85,7 +85,7 @@ Tensor<T>& inplace_update(Tensor<T>& self, Make&& make, bool needs_old, const ch
   expr::assign(self, e);
   self.bump_version();
   if (node) {
-    if (!needs_old) node->refresh_version(twin.impl());
+    if (!needs_old) node->skip_version_check(twin.impl());
     autograd::set_history(self, node);
   } else if (track && !self.is_leaf()) {
     // Overwritten without a recorded rule (e.g. fill_): no gradient reaches the old history.

@@ -211,6 +211,7 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
 #include "random.hpp"
 #include "creation.hpp"
 #include "autograd/engine.hpp"
+#include "autograd/function.hpp"
 #include "views.hpp"
 #include "inplace.hpp"
 #include "print.hpp"

@@ -187,9 +187,10 @@ inline std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, s
       std::vector<TensorImplPtr> in = std::move(buffers[node.get()]);
       buffers.erase(node.get());
       in.resize(std::max(in.size(), node->outputs().size()));
-      for (const auto& [nr, hook] : node->pre_hooks())
-        if (nr < in.size() && in[nr])
-          if (TensorImplPtr r = hook(in[nr])) in[nr] = std::move(r);
+      for (const auto* hooks : {&node->pre_hooks(), &node->last_hooks()})
+        for (const auto& [nr, hook] : *hooks)
+          if (nr < in.size() && in[nr])
+            if (TensorImplPtr r = hook(in[nr])) in[nr] = std::move(r);
       if (captures) {
         if (auto it = capture_at.find(node.get()); it != capture_at.end())
           for (size_t i : it->second) captured[i] = in[(*captures)[i].input_nr];
@@ -287,7 +288,7 @@ void Tensor<T>::retain_grad() const {
       meta.grad = meta.grad ? autograd::detail::add_grads(meta.grad, g) : autograd::grad_ops(g->dtype).clone(g);
     }
     return nullptr;
-  });
+  }, /*last=*/true);
 }
 template <scalar_type T>
 void Tensor<T>::register_hook(std::function<Tensor(const Tensor&)> fn) const {

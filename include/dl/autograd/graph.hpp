@@ -4,6 +4,7 @@
 // the gradient to every leaf at once; nothing elementwise was stored by the forward pass.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <sstream>
 
@@ -266,12 +267,12 @@ class ExprBackward : public Node {
 
   void release_variables() override { expr_.reset(); }
 
-  /// Re-reads the saved version of the leaves that are `t` (an in-place op's own target, whose
-  /// old value its rules do not read).
-  void refresh_version(const TensorImplPtr& t) {
+  /// Exempts the leaves that are `t` from the in-place check: an in-place op's own target when its
+  /// rules never read the old value (add_, sub_), so later writes to the target do not matter.
+  void skip_version_check(const TensorImplPtr& t) {
     size_t k = 0;
     expr::for_each_leaf(*expr_, [&](const auto& leaf) {
-      if (leaf.impl() == t) versions_[k] = leaf.version();
+      if (leaf.impl() == t) unchecked_[k] = true;
       ++k;
     });
   }
@@ -282,7 +283,7 @@ class ExprBackward : public Node {
     if (grads.empty() || !grads[0]) return out;
     size_t k = 0;
     expr::for_each_leaf(*expr_, [&](const auto& t) {
-      if (next_edges()[k].valid()) detail::check_version(*t.impl(), versions_[k], name());
+      if (next_edges()[k].valid() && !unchecked_[k]) detail::check_version(*t.impl(), versions_[k], name());
       ++k;
     });
     const Tensor<T> g(grads[0]);
@@ -359,6 +360,7 @@ class ExprBackward : public Node {
   std::optional<N> expr_;
   Shape shape_;
   std::vector<uint32_t> versions_;
+  std::array<bool, kLeaves> unchecked_{};
 };
 
 /// Records an ExprBackward for `out`, the materialised value of expression `e`, when grad mode is

@@ -103,8 +103,12 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t sequence_nr() const { return sequence_nr_; }
 
   /// Hooks on output `output_nr`, run on its gradient before apply (tensor.register_hook).
-  void add_pre_hook(uint32_t output_nr, GradHook hook) { pre_hooks_.push_back({output_nr, std::move(hook)}); }
+  /// `last` hooks run after all others (retain_grad sees the gradient the other hooks produced).
+  void add_pre_hook(uint32_t output_nr, GradHook hook, bool last = false) {
+    (last ? last_hooks_ : pre_hooks_).push_back({output_nr, std::move(hook)});
+  }
   const std::vector<std::pair<uint32_t, GradHook>>& pre_hooks() const { return pre_hooks_; }
+  const std::vector<std::pair<uint32_t, GradHook>>& last_hooks() const { return last_hooks_; }
 
  private:
   static uint64_t next_sequence_nr() {
@@ -115,7 +119,7 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t sequence_nr_;
   std::vector<Edge> next_edges_;
   std::vector<OutputInfo> outputs_;
-  std::vector<std::pair<uint32_t, GradHook>> pre_hooks_;
+  std::vector<std::pair<uint32_t, GradHook>> pre_hooks_, last_hooks_;
 };
 
 /// The autograd slot of a tensor.

@@ -1,0 +1,335 @@
+// Tests for dl/autograd: fused expression backward, backward rules of reductions, views and
+// indexing (gradcheck + PyTorch references), the engine (accumulation, retain_graph, grad mode,
+// hooks, autograd::grad, create_graph), in-place checks, custom Functions.
+#include <doctest/doctest.h>
+
+#include <dl/dl.hpp>
+
+#include "reference.hpp"
+
+using dl::Tensor;
+namespace ag = dl::autograd;
+
+namespace {
+Tensor<double> rnd(dl::Shape s, double lo = -1, double hi = 1) {
+  Tensor<double> t = dl::rand<double>(s);
+  return Tensor<double>(t * (hi - lo) + lo);
+}
+}  // namespace
+
+TEST_CASE("gradcheck: elementwise ops (fused backward)") {
+  dl::manual_seed(3);
+  const auto x = rnd({2, 3}), y = rnd({3}), pos = rnd({2, 3}, 0.2, 2.0), unit = rnd({2, 3}, -0.8, 0.8);
+  auto check1 = [&](const char* name, auto f, const Tensor<double>& in) {
+    INFO(std::string(name));
+    CHECK(ag::gradcheck([&](auto& v) { return f(v[0]); }, {in}));
+  };
+  check1("neg", [](auto& a) { return -a; }, x);
+  check1("abs", [](auto& a) { return dl::abs(a); }, x);
+  check1("exp", [](auto& a) { return dl::exp(a); }, x);
+  check1("expm1", [](auto& a) { return dl::expm1(a); }, x);
+  check1("log", [](auto& a) { return dl::log(a); }, pos);
+  check1("log1p", [](auto& a) { return dl::log1p(a); }, pos);
+  check1("log2", [](auto& a) { return dl::log2(a); }, pos);
+  check1("log10", [](auto& a) { return dl::log10(a); }, pos);
+  check1("sqrt", [](auto& a) { return dl::sqrt(a); }, pos);
+  check1("rsqrt", [](auto& a) { return dl::rsqrt(a); }, pos);
+  check1("sin", [](auto& a) { return dl::sin(a); }, x);
+  check1("cos", [](auto& a) { return dl::cos(a); }, x);
+  check1("tan", [](auto& a) { return dl::tan(a); }, unit);
+  check1("asin", [](auto& a) { return dl::asin(a); }, unit);
+  check1("acos", [](auto& a) { return dl::acos(a); }, unit);
+  check1("atan", [](auto& a) { return dl::atan(a); }, x);
+  check1("sinh", [](auto& a) { return dl::sinh(a); }, x);
+  check1("cosh", [](auto& a) { return dl::cosh(a); }, x);
+  check1("tanh", [](auto& a) { return dl::tanh(a); }, x);
+  check1("erf", [](auto& a) { return dl::erf(a); }, x);
+  check1("sigmoid", [](auto& a) { return dl::sigmoid(a); }, x);
+  check1("relu", [](auto& a) { return dl::relu(a); }, x);
+  check1("reciprocal", [](auto& a) { return dl::reciprocal(a); }, pos);
+  check1("square", [](auto& a) { return dl::square(a); }, x);
+  check1("pow_int", [](auto& a) { return dl::pow(a, 3); }, x);
+  check1("pow_real", [](auto& a) { return dl::pow(a, -1.5); }, pos);
+  check1("clamp", [](auto& a) { return dl::clamp(a, -0.3, 0.4); }, x);
+  check1("floor", [](auto& a) { return dl::floor(a) + a; }, x);
+  // Through float: linear, so a large step is exact while float rounding would drown 1e-6.
+  CHECK(ag::gradcheck([](auto& v) { return dl::cast<double>(dl::cast<float>(v[0]) * 2.0f); }, {x}, {.eps = 1e-2}));
+  auto check2 = [&](const char* name, auto f, const Tensor<double>& a, const Tensor<double>& b) {
+    INFO(std::string(name));
+    CHECK(ag::gradcheck([&](auto& v) { return f(v[0], v[1]); }, {a, b}));
+  };
+  check2("add", [](auto& a, auto& b) { return a + b; }, x, y);
+  check2("sub", [](auto& a, auto& b) { return a - b * 2.0; }, x, y);
+  check2("mul", [](auto& a, auto& b) { return a * b; }, x, y);
+  check2("div", [](auto& a, auto& b) { return a / b; }, x, pos);
+  check2("pow", [](auto& a, auto& b) { return dl::pow(a, b); }, pos, x);
+  check2("maximum", [](auto& a, auto& b) { return dl::maximum(a, b); }, x, y);
+  check2("minimum", [](auto& a, auto& b) { return dl::minimum(a, b); }, x, y);
+  check2("remainder", [](auto& a, auto& b) { return dl::remainder(a, b); }, x, pos);
+  check2("where", [](auto& a, auto& b) { return dl::where(a > 0.0, a * b, b); }, x, y);
+  check2("chain", [](auto& a, auto& b) { return dl::sigmoid(a * b + 1.0) * dl::tanh(a - b); }, x, y);
+  check2("reuse", [](auto& a, auto& b) { return a * a + dl::exp(a) * b; }, x, y);
+  CHECK(ag::gradcheck([](auto& v) { return dl::lerp(v[0], v[1], v[2]); }, {x, y, rnd({2, 3}, 0, 1)}));
+}
+
+TEST_CASE("gradients match PyTorch") {
+  auto a = ref::tensor<float>("ga").requires_grad_(), b = ref::tensor<float>("gb").requires_grad_();
+  auto c = ref::tensor<float>("gc").requires_grad_(), d = ref::tensor<float>("gd").requires_grad_();
+  auto run = [&](const char* tag, const Tensor<float>& loss, std::vector<std::pair<const char*, Tensor<float>>> ins) {
+    std::vector<Tensor<float>> inputs;
+    for (auto& [n, t] : ins) inputs.push_back(t);
+    auto gs = ag::grad<float>({loss}, inputs, {}, {}, false, true);
+    for (size_t i = 0; i < ins.size(); ++i)
+      ref::check(gs[i].defined() ? gs[i] : dl::zeros_like(inputs[i]), std::string("grad.") + tag + "." + ins[i].first, 1e-4, 1e-5);
+  };
+  run("chain", dl::sum(dl::sigmoid(a * b + c) * d), {{"a", a}, {"b", b}, {"c", c}, {"d", d}});
+  run("mixed", dl::mean(dl::exp(a) / (1.0f + dl::abs(b)) - dl::pow(dl::tanh(c), 2)), {{"a", a}, {"b", b}, {"c", c}});
+  run("where", dl::sum(dl::where(a > 0.0f, a * d, -a)), {{"a", a}, {"d", d}});
+  const Tensor<float> w = dl::linspace(-1, 1, 24).reshape({2, 3, 4});
+  run("var", dl::sum(a.var({1}) * w.select(1, 0)), {{"a", a}});
+  run("std", dl::sum(a.std({0, 2}, true, true) * dl::tensor<float>({1, 2, 3}).reshape({1, 3, 1})), {{"a", a}});
+  run("norm", Tensor<float>(a.norm() + a.norm(1, {2}).sum() + a.norm(3, {0}).sum()), {{"a", a}});
+  run("logsumexp", dl::sum(a.logsumexp({2}) * w[0].narrow(1, 0, 2).t().reshape({2, 3})), {{"a", a}});
+  run("max", Tensor<float>(a.max(1).values.sum() + a.amax({0, 2}).sum() * 2.0f + a.max()), {{"a", a}});
+  run("prod", Tensor<float>(Tensor<float>(a[0] / 4.0f + 1.0f).prod(1).sum() + Tensor<float>(a[1][0] / 4.0f + 1.0f).prod()), {{"a", a}});
+  run("views",
+      Tensor<float>(dl::sum(a.permute({2, 0, 1}).slice(0, 1, 3).reshape({2, 6}) * w.reshape({4, 6}).narrow(0, 0, 2)) +
+                    dl::sum(dl::pow(a.transpose(0, 1)[0], 2)) + a.select(2, -1).expand({5, 2, 3}).sum()),
+      {{"a", a}});
+  const auto gi = ref::tensor<int64_t>("gi"), si = ref::tensor<int64_t>("si");
+  run("index",
+      Tensor<float>(dl::sum(dl::gather(a, 2, gi) * 3.0f) + dl::sum(dl::pow(dl::index_select(a, 1, si), 2)) +
+                    dl::sum(dl::pow(dl::cat<float>({a, Tensor<float>(d * 2.0f)}, 1).sum(1), 2))),
+      {{"a", a}, {"d", d}});
+}
+
+TEST_CASE("gradcheck: reductions, views, indexing") {
+  dl::manual_seed(5);
+  const auto x = rnd({3, 4}), z = rnd({2, 3, 4});
+  CHECK(ag::gradcheck([](auto& v) { return v[0].sum(1); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].mean({0, 2}, true); }, {z}));
+  CHECK(ag::gradcheck([](auto& v) { return dl::sum(dl::exp(v[0]) * 2.0, 0); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].prod(1); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].prod(); }, {rnd({5}, 0.5, 1.5)}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].max(1).values; }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].amin({0}); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].var({1}); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].std({0, 2}, false, false); }, {z}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].norm(2, {1}); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].norm(1.5); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].logsumexp({1}); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].t().contiguous(); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].permute({2, 0, 1}).reshape({4, 6}); }, {z}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].narrow(1, 1, 2) * v[0].select(0, 1).narrow(0, 0, 2).unsqueeze(0); }, {z}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].slice(2, 0, 4, 3).expand({2, 2, 3, 2}); }, {z}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].as_strided({2, 2}, {1, 4}, 1); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].squeeze().flatten(); }, {rnd({1, 3, 1})}));
+  CHECK(ag::gradcheck([](auto& v) { return dl::cat<double>({v[0], v[1]}, 0); }, {x, rnd({2, 4})}));
+  CHECK(ag::gradcheck([](auto& v) { return dl::stack<double>({v[0], v[0] * 2.0}, 1); }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return dl::repeat(v[0], {2, 1, 3}); }, {x}));
+  const auto idx = dl::tensor<int64_t>({{0, 2}, {1, 1}, {3, 0}});
+  CHECK(ag::gradcheck([&](auto& v) { return dl::gather(v[0], 1, idx); }, {x}));
+  // scatter's gradient is only defined for unique indices (as in PyTorch).
+  const auto unique = dl::tensor<int64_t>({{0, 2}, {1, 3}, {3, 0}});
+  CHECK(ag::gradcheck([&](auto& v) { return dl::scatter(v[0], 1, unique, v[1]); }, {x, rnd({3, 2})}));
+  CHECK(ag::gradcheck([&](auto& v) { return dl::scatter_add(v[0], 1, idx, v[1]); }, {x, rnd({3, 2})}));
+  const auto sel = dl::tensor<int64_t>({2, 0, 2});
+  CHECK(ag::gradcheck([&](auto& v) { return dl::index_select(v[0], 1, sel); }, {x}));
+  CHECK(ag::gradcheck([&](auto& v) { return dl::index_add(v[0], 1, sel, v[1], 2.0); }, {x, rnd({3, 3})}));
+  CHECK(ag::gradcheck([&](auto& v) { return dl::index_copy(v[0], 0, dl::tensor<int64_t>({2, 0}), v[1]); }, {x, rnd({2, 4})}));
+  CHECK(ag::gradcheck([&](auto& v) { return dl::index_fill(v[0], 1, sel, 0.5); }, {x}));
+  CHECK(ag::gradcheck([&](auto& v) { return dl::index(v[0], {dl::tensor<int64_t>({2, 0, 2})}); }, {x}));
+  CHECK(ag::gradcheck([&](auto& v) { return dl::index_put(v[0], {dl::tensor<int64_t>({1, 1})}, v[1], true); }, {x, rnd({4})}));
+  CHECK(ag::gradcheck([](auto& v) { return dl::masked_select(v[0], v[0] > 0.0); }, {x}));
+}
+
+TEST_CASE("second derivatives") {
+  auto x = ref::tensor<double>("gg.x").requires_grad_();
+  Tensor<double> y = dl::sum(dl::sin(x) * x);
+  auto g = ag::grad<double>({y}, {x}, {}, {}, /*create_graph=*/true);
+  ref::check(g[0], "gg.first", 1e-10, 1e-12);
+  auto gg = ag::grad<double>({dl::sum(g[0] * g[0])}, {x});
+  ref::check(gg[0], "gg.second", 1e-10, 1e-12);
+  dl::manual_seed(9);
+  const auto a = rnd({2, 3}), b = rnd({3});
+  CHECK(ag::gradgradcheck([](auto& v) { return dl::sigmoid(v[0] * v[1]) * dl::exp(v[0]); }, {a, b}));
+  CHECK(ag::gradgradcheck([](auto& v) { return dl::tanh(v[0]).sum(1); }, {a}));
+  CHECK(ag::gradgradcheck([](auto& v) { return dl::pow(v[0], 3).mean() + dl::log(dl::abs(v[1]) + 1.0).sum(); }, {a, b}));
+}
+
+TEST_CASE("engine behaviour") {
+  SUBCASE("leaves, grad_fn names, accumulation, zeroing") {
+    Tensor<float> a = dl::tensor<float>({1, 2, 3}).requires_grad_();
+    CHECK(a.is_leaf());
+    CHECK(!a.grad().defined());
+    CHECK(!a.grad_fn());
+    Tensor<float> y = dl::sigmoid(a) * 2.0f;
+    CHECK(!y.is_leaf());
+    CHECK(y.requires_grad());
+    CHECK(y.grad_fn()->name() == "FusedBackward[Mul(Sigmoid(x0), 2)]");
+    CHECK(Tensor<float>(dl::sigmoid(a)).grad_fn()->name() == "SigmoidBackward");
+    CHECK(y.sum().grad_fn()->name() == "SumBackward");
+    CHECK(a.t().grad_fn()->name() == "TransposeBackward");
+    Tensor<float> loss = (a * a).sum();
+    loss.backward(/*retain_graph=*/true);
+    CHECK(a.grad().at(2) == 6);
+    loss.backward();
+    CHECK(a.grad().at(2) == 12);  // accumulated
+    a.grad().zero_();
+    (a * 3.0f).sum().backward();
+    CHECK(a.grad().at(0) == 3);
+    a.mutable_grad() = Tensor<float>{};
+    CHECK(!a.grad().defined());
+    CHECK_THROWS_AS(a.mutable_grad() = dl::zeros({2}), dl::Error);
+  }
+  SUBCASE("backward twice without retain_graph fails clearly") {
+    Tensor<float> a = dl::ones({3}).requires_grad_();
+    Tensor<float> y = (a * 2.0f).sum();
+    y.backward();
+    CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("Trying to backward through the graph a second time"), dl::Error);
+  }
+  SUBCASE("backward needs a scalar or a gradient") {
+    Tensor<float> a = dl::ones({2, 2}).requires_grad_();
+    Tensor<float> y = a * 3.0f;
+    CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("grad can be implicitly created only for scalar outputs"), dl::Error);
+    CHECK_THROWS_WITH_AS(y.backward(dl::ones({3})), doctest::Contains("Mismatch in shape"), dl::Error);
+    y.backward(dl::full<float>({2, 2}, 2));
+    CHECK(a.grad().at(1, 1) == 6);
+    CHECK_THROWS_WITH_AS(dl::ones({1}).backward(), "element 0 of tensors does not require grad and does not have a grad_fn", dl::Error);
+    CHECK_THROWS_AS(dl::ones<int64_t>({1}).requires_grad_(), dl::Error);
+  }
+  SUBCASE("grad mode") {
+    Tensor<float> a = dl::ones({2}).requires_grad_();
+    {
+      dl::NoGradGuard no_grad;
+      Tensor<float> y = a * 2.0f;
+      CHECK(!y.requires_grad());
+      {
+        dl::EnableGradGuard enable;
+        CHECK(Tensor<float>(a * 2.0f).requires_grad());
+      }
+      a.sub_(a * 0.5f);  // the update step of an optimizer
+    }
+    CHECK(a.at(0) == 0.5f);
+    dl::set_grad_enabled(false);
+    CHECK(!Tensor<float>(a + 1.0f).requires_grad());
+    dl::set_grad_enabled(true);
+    Tensor<float> d = a.detach();
+    CHECK(!d.requires_grad());
+    CHECK(d.data() == a.data());
+  }
+  SUBCASE("broadcast leaves get summed gradients") {
+    Tensor<float> w = dl::ones({3, 4}).requires_grad_(), bias = dl::zeros({4}).requires_grad_(), s = dl::ones({}).requires_grad_();
+    Tensor<float> y = (w * s + bias).sum();
+    y.backward();
+    CHECK(bias.grad().shape() == dl::Shape{4});
+    CHECK(bias.grad().at(0) == 3);
+    CHECK(s.grad().item() == 12);
+  }
+  SUBCASE("hooks and retain_grad") {
+    Tensor<float> a = dl::ones({3}).requires_grad_();
+    Tensor<float> h = a * 2.0f;
+    h.retain_grad();
+    h.register_hook([](const Tensor<float>& g) { return Tensor<float>(g * 10.0f); });
+    int calls = 0;
+    a.register_hook([&](const Tensor<float>& g) {
+      ++calls;
+      CHECK(g.at(0) == 20.0f);
+      return Tensor<float>{};
+    });
+    h.sum().backward();
+    CHECK(calls == 1);
+    CHECK(a.grad().at(1) == 20.0f);
+    CHECK(h.grad().at(0) == 10.0f);
+    CHECK_THROWS_AS(dl::ones({1}).register_hook([](const Tensor<float>& g) { return g; }), dl::Error);
+  }
+  SUBCASE("autograd::grad returns instead of accumulating") {
+    Tensor<float> a = dl::ones({2}).requires_grad_(), b = dl::ones({2}).requires_grad_();
+    Tensor<float> y = (a * b * 3.0f).sum();
+    auto g = ag::grad<float>({y}, {a});
+    CHECK(g[0].at(0) == 3.0f);
+    CHECK(!a.grad().defined());
+    CHECK(!b.grad().defined());
+    Tensor<float> z = (a * 2.0f).sum();
+    CHECK_THROWS_WITH_AS(ag::grad<float>({z}, {b}), doctest::Contains("appears to not have been used in the graph"), dl::Error);
+    CHECK(!ag::grad<float>({(a * 2.0f).sum()}, {b}, {}, {}, false, true)[0].defined());
+  }
+  SUBCASE("in-place change of a saved tensor is detected") {
+    Tensor<float> a = dl::ones({3}).requires_grad_();
+    Tensor<float> h = a * 2.0f;
+    Tensor<float> y = h * h;  // saves h
+    h.add_(1.0f);
+    CHECK_THROWS_WITH_AS(y.sum().backward(),
+                         doctest::Contains("one of the variables needed for gradient computation has been modified by an inplace operation"),
+                         dl::Error);
+  }
+  SUBCASE("in-place ops on non-leaves keep exact gradients") {
+    Tensor<float> a = dl::tensor<float>({1, 2, 3}).requires_grad_(), b = dl::tensor<float>({4, 5, 6}).requires_grad_();
+    Tensor<float> h = a * 2.0f;
+    h.add_(b);      // h = 2a + b
+    h.mul_(b);      // h = (2a + b) * b, needs the old h for d/db
+    h.sum().backward();
+    CHECK(a.grad().at(0) == 8.0f);            // 2b
+    CHECK(b.grad().at(0) == 2 * 1 + 2 * 4);   // 2a + 2b
+  }
+  SUBCASE("retain_graph keeps saved tensors; version counters count writes") {
+    Tensor<float> a = dl::ones({2}).requires_grad_();
+    Tensor<float> y = dl::sum(dl::exp(a));
+    y.backward(true);
+    y.backward(true);
+    CHECK(a.grad().at(0) == doctest::Approx(2 * std::exp(1.0f)));
+  }
+}
+
+namespace {
+struct MyReLU : ag::Function<MyReLU> {
+  static Tensor<float> forward(ag::Context& ctx, const Tensor<float>& x) {
+    ctx.save_for_backward(x);
+    return dl::clamp_min(x, 0.0f);
+  }
+  static Tensor<float> backward(ag::Context& ctx, const Tensor<float>& g) {
+    const Tensor<float> x = ctx.saved<float>(0);
+    return dl::where(x > 0.0f, g, 0.0f);
+  }
+};
+/// Two inputs, two outputs, a non-tensor argument and a value kept in saved_data.
+struct ScaleSplit : ag::Function<ScaleSplit> {
+  static std::vector<Tensor<double>> forward(ag::Context& ctx, const Tensor<double>& a, const Tensor<double>& b, double k) {
+    ctx.saved_data["k"] = k;
+    ctx.save_for_backward(a, b);
+    return {Tensor<double>(a * b * k), Tensor<double>(a + b)};
+  }
+  static std::vector<Tensor<double>> backward(ag::Context& ctx, const Tensor<double>& g0, const Tensor<double>& g1) {
+    const double k = std::any_cast<double>(ctx.saved_data["k"]);
+    const auto a = ctx.saved<double>(0), b = ctx.saved<double>(1);
+    return {Tensor<double>(g0 * b * k + g1), ctx.needs_input_grad(1) ? Tensor<double>(g0 * a * k + g1) : Tensor<double>()};
+  }
+};
+}  // namespace
+
+TEST_CASE("custom autograd Functions") {
+  Tensor<float> x = dl::tensor<float>({-1, 2, -3, 4}).requires_grad_();
+  Tensor<float> y = MyReLU::apply(x);
+  CHECK(y.grad_fn()->name() == "MyReLUBackward");
+  CHECK(y.at(1) == 2);
+  (y * 3.0f).sum().backward();
+  CHECK(x.grad().at(0) == 0);
+  CHECK(x.grad().at(3) == 3);
+  CHECK(ag::gradcheck([](auto& v) { return ScaleSplit::apply(v[0], v[1], 1.5)[0] * 2.0 + ScaleSplit::apply(v[0], v[1], 1.5)[1]; },
+                      {rnd({3}), rnd({3})}));
+  // A saved tensor modified after forward is reported.
+  Tensor<float> h = Tensor<float>(x * 1.0f);
+  Tensor<float> r = MyReLU::apply(h);
+  h.mul_(2.0f);
+  CHECK_THROWS_WITH_AS(r.sum().backward(), doctest::Contains("modified by an inplace operation"), dl::Error);
+}
+
+TEST_CASE("gradcheck reports a wrong backward") {
+  struct Wrong : ag::Function<Wrong> {
+    static Tensor<double> forward(ag::Context&, const Tensor<double>& x) { return Tensor<double>(x * x); }
+    static Tensor<double> backward(ag::Context&, const Tensor<double>& g) { return g; }  // should be 2 x g
+  };
+  const auto x = rnd({3}, 1, 2);
+  CHECK_THROWS_WITH_AS(ag::gradcheck([](auto& v) { return Wrong::apply(v[0]); }, {x}), doctest::Contains("Jacobian mismatch"), dl::Error);
+  CHECK_FALSE(ag::gradcheck([](auto& v) { return Wrong::apply(v[0]); }, {x}, {.raise_exception = false}));
+}
