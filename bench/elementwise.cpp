@@ -15,29 +15,11 @@
 namespace {
 
 #if defined(__AVX512F__)
-// exp for the hand-written loop: Cody-Waite range reduction and a degree-6 polynomial (the same
-// accuracy class as xsimd's exp), so the reference does comparable arithmetic.
-inline __m512 exp512(__m512 x) {
-  const __m512 log2e = _mm512_set1_ps(1.44269504f), ln2hi = _mm512_set1_ps(0.693359375f), ln2lo = _mm512_set1_ps(-2.12194440e-4f);
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f)), _mm512_set1_ps(-88.3762626647949f));
-  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(k, ln2hi, x);
-  r = _mm512_fnmadd_ps(k, ln2lo, r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, k);
-}
-
 void hand_fused(const float* a, const float* b, const float* c, const float* d, float* y, int64_t n) {
 #pragma omp parallel for num_threads(2) schedule(static)
   for (int64_t i = 0; i < n; i += 16) {
     const __m512 t = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), _mm512_loadu_ps(c + i));
-    const __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(_mm512_setzero_ps(), t))));
+    const __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), bench::exp512(_mm512_sub_ps(_mm512_setzero_ps(), t))));
     _mm512_storeu_ps(y + i, _mm512_mul_ps(s, _mm512_loadu_ps(d + i)));
   }
 }

@@ -1,0 +1,56 @@
+"""PyTorch side of bench/autograd.cpp: prints the median time (ms) of one workload.
+usage: autograd.py chain N reps | tiny OPS reps | chain_rss N"""
+import resource
+import sys
+import time
+
+import torch
+
+torch.set_num_threads(2)
+what = sys.argv[1]
+
+
+def median(f, reps):
+    f()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+if what in ("chain", "chain_rss"):
+    n = int(sys.argv[2])
+    torch.manual_seed(0)
+    a, b, c, d = (torch.randn(n, requires_grad=True) for _ in range(4))
+
+    def step():
+        for t in (a, b, c, d):
+            t.grad = None
+        y = torch.sigmoid(a * b + c) * d
+        y.sum().backward()
+
+    if what == "chain":
+        print(median(step, int(sys.argv[3])))
+    else:
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        step()
+        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024.0)  # MiB above the inputs
+elif what == "tiny":
+    ops, reps = int(sys.argv[2]), int(sys.argv[3])
+    x = torch.randn(16, requires_grad=True)
+
+    def fwd():
+        y = x
+        for _ in range(ops):
+            y = y * 1.0001 + 0.001
+        return y
+
+    def fwd_bwd():
+        x.grad = None
+        fwd().sum().backward()
+
+    print(median(fwd, reps), flush=True)
+    print(median(fwd_bwd, reps))
