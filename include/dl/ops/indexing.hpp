@@ -76,6 +76,30 @@ Tensor<T>& index_put_(Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices,
 template <scalar_type T>
 Tensor<T>& put_(Tensor<T>& x, const Tensor<int64_t>& index, const Tensor<T>& source, bool accumulate = false);
 
+// Free-function forms of the view members, as torch.chunk(x, 2, 0) etc.
+template <scalar_type T>
+std::vector<Tensor<T>> chunk(const Tensor<T>& x, int64_t chunks, int64_t dim = 0) { return x.chunk(chunks, dim); }
+template <scalar_type T>
+std::vector<Tensor<T>> split(const Tensor<T>& x, int64_t split_size, int64_t dim = 0) { return x.split(split_size, dim); }
+template <scalar_type T>
+std::vector<Tensor<T>> split(const Tensor<T>& x, std::vector<int64_t> sizes, int64_t dim = 0) { return x.split(std::move(sizes), dim); }
+template <scalar_type T>
+std::vector<Tensor<T>> unbind(const Tensor<T>& x, int64_t dim = 0) { return x.unbind(dim); }
+template <scalar_type T>
+Tensor<T> reshape(const Tensor<T>& x, Shape shape) { return x.reshape(shape); }
+template <scalar_type T>
+Tensor<T> flatten(const Tensor<T>& x, int64_t start_dim = 0, int64_t end_dim = -1) { return x.flatten(start_dim, end_dim); }
+template <scalar_type T>
+Tensor<T> transpose(const Tensor<T>& x, int64_t dim0, int64_t dim1) { return x.transpose(dim0, dim1); }
+template <scalar_type T>
+Tensor<T> permute(const Tensor<T>& x, Dims dims) { return x.permute(dims); }
+template <scalar_type T>
+Tensor<T> squeeze(const Tensor<T>& x) { return x.squeeze(); }
+template <scalar_type T>
+Tensor<T> unsqueeze(const Tensor<T>& x, int64_t dim) { return x.unsqueeze(dim); }
+template <scalar_type T>
+Tensor<T> narrow(const Tensor<T>& x, int64_t dim, int64_t start, int64_t length) { return x.narrow(dim, start, length); }
+
 // ------------------------------------------------------------------------------ implementation
 
 namespace detail {
