@@ -173,6 +173,10 @@ TEST_CASE("Subset, ConcatDataset, MapDataset, AnyDataset") {
   static_assert(std::is_same_v<decltype(same), data::ConcatDataset<data::TensorDataset<float>>>);
   CHECK(same.size() == 30);
   CHECK(std::get<0>(same.get(25)).item() == 5);
+  data::ConcatDataset from_vector(std::vector{ds, ds});
+  static_assert(std::is_same_v<decltype(from_vector), data::ConcatDataset<data::TensorDataset<float>>>);
+  CHECK(from_vector.size() == 20);
+  CHECK(contains(error_of([] { data::ConcatDataset(std::vector<data::TensorDataset<float>>{}); }), "should not be an empty"));
 
   data::MapDataset squared(ds, [](const std::tuple<Tensor<float>>& s) {
     const float v = std::get<0>(s).item();

@@ -45,7 +45,7 @@ struct DataLoaderOptions {
   Collate collate_fn{};          ///< std::vector<Sample> -> Batch; default_collate by default
   bool pin_memory = false;       ///< accepted; page-locked batches need the CUDA allocator (no effect on CPU-only builds)
   bool drop_last = false;        ///< drop the last incomplete batch
-  double timeout = 0;            ///< seconds to wait for a batch from the workers before throwing; 0 waits forever
+  double timeout = 0;            ///< seconds to wait for a batch from the workers (num_workers > 0) before throwing; 0 waits forever
   std::function<void(int)> worker_init_fn{};  ///< called with the worker id on each worker thread as it starts
   std::optional<int> prefetch_factor{};       ///< batches loaded ahead per worker (default 2; needs num_workers > 0)
   Generator* generator = nullptr;  ///< the loader's random source (shared with the caller; advances every epoch)

@@ -160,10 +160,10 @@ class ConcatDataset {
   std::vector<int64_t> cumulative_;
 };
 
-template <class D, class... Ds>
+template <dataset_holder D, dataset_holder... Ds>
   requires(std::same_as<D, Ds> && ...)
 ConcatDataset(D, Ds...) -> ConcatDataset<D>;
-template <class D, class... Ds>
+template <dataset_holder D, dataset_holder... Ds>
   requires(!(std::same_as<D, Ds> && ...))
 ConcatDataset(D, Ds...) -> ConcatDataset<AnyDataset<sample_t<dataset_value_t<D>>>>;
 

@@ -41,8 +41,6 @@ class InputFile {
   size_t read(void* dst, size_t n);
   /// Reads exactly n bytes or throws "truncated" naming `what` and the counts.
   void read_exact(void* dst, size_t n, const char* what);
-  /// True when nothing is left to read.
-  bool at_end();
   bool compressed() const { return gz_ != nullptr; }
   const std::filesystem::path& path() const { return path_; }
 
@@ -56,7 +54,7 @@ class InputFile {
 #endif
 };
 
-/// The first of `candidates` (names in any of `dirs`, each also tried with ".gz") that exists.
+/// dirs[k] / name or dirs[k] / (name + ".gz"), the first that exists; throws naming every path tried.
 std::filesystem::path find_file(const std::vector<std::filesystem::path>& dirs, const std::string& name, const char* what);
 
 }  // namespace detail
@@ -142,11 +140,6 @@ inline void InputFile::read_exact(void* dst, size_t n, const char* what) {
   }
 #endif
   throw Error(dl::detail::cat("truncated file ", path_.string(), ": expected ", n, " bytes of ", what, ", got ", got, extra));
-}
-
-inline bool InputFile::at_end() {
-  char c;
-  return read(&c, 1) == 0;
 }
 
 inline std::filesystem::path find_file(const std::vector<std::filesystem::path>& dirs, const std::string& name, const char* what) {

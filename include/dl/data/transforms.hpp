@@ -224,6 +224,17 @@ inline std::array<int64_t, 3> image_dims(const Shape& s, int min_dims, const cha
   return {h * w != 0 ? numel(s) / (h * w) : 0, h, w};
 }
 
+/// Writes dst[c][y][x] = src[(y * W + x) * C + c] * scale + shift for every channel.
+inline void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, float scale, float shift) {
+  const int64_t plane = h * w;
+  if (c == 1) {
+    for (int64_t k = 0; k < plane; ++k) dst[k] = float(src[k]) * scale + shift;
+    return;
+  }
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t k = 0; k < plane; ++k) dst[ch * plane + k] = float(src[k * c + ch]) * scale + shift;
+}
+
 /// Writes dst[c][y][x] = src[(y * W + x) * C + c] * scale[c] + shift[c]  (HWC uint8 -> CHW float).
 inline void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, const float* scale,
                           const float* shift) {
@@ -303,9 +314,8 @@ inline Tensor<float> to_tensor(const Tensor<uint8_t>& image) {
   const bool batched = s.size() == 4;
   const int64_t n = batched ? s[0] : 1, h = s[batched], w = s[batched + 1], c = s.size() == 2 ? 1 : s.back();
   Tensor<float> out = batched ? empty<float>({n, c, h, w}) : empty<float>({c, h, w});
-  const std::vector<float> scale(size_t(c), 1.0f / 255.0f), shift(size_t(c), 0.0f);
   for (int64_t i = 0; i < n; ++i)
-    detail::hwc_u8_to_chw(src.data() + i * h * w * c, h, w, c, out.data() + i * c * h * w, scale.data(), shift.data());
+    detail::hwc_u8_to_chw(src.data() + i * h * w * c, h, w, c, out.data() + i * c * h * w, 1.0f / 255.0f, 0.0f);
   return out;
 }
 
