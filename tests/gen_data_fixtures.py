@@ -71,6 +71,7 @@ def main():
     good = idx_images(6, H, W)
     write(f"{OUT}/idx/truncated", good[:16 + 50])
     write(f"{OUT}/idx/truncated_header", good[:10])
+    write(f"{OUT}/idx/huge_header", struct.pack(">IIII", 0x00000803, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFF))
     gz = gzip.compress(idx_images(40, 28, 28), mtime=0)
     write(f"{OUT}/idx/truncated.gz", gz[: len(gz) // 2])
     bad = bytearray(gz)

@@ -42,6 +42,8 @@ class InputFile {
   /// Reads exactly n bytes or throws "truncated" naming `what` and the counts.
   void read_exact(void* dst, size_t n, const char* what);
   bool compressed() const { return gz_ != nullptr; }
+  /// Bytes left in an uncompressed file (-1 for compressed ones, whose size is unknown).
+  int64_t remaining() const;
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -128,6 +130,14 @@ inline size_t InputFile::read(void* dst, size_t n) {
 #endif
 }
 
+inline int64_t InputFile::remaining() const {
+  if (!file_) return -1;
+  const long pos = std::ftell(file_);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path_, ec);
+  return ec || pos < 0 ? -1 : int64_t(size) - int64_t(pos);
+}
+
 inline void InputFile::read_exact(void* dst, size_t n, const char* what) {
   const size_t got = read(dst, n);
   if (got == n) return;
@@ -180,7 +190,15 @@ inline Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_
   std::vector<unsigned char> dims(size_t(4 * ndim));
   in.read_exact(dims.data(), dims.size(), "IDX dimensions");
   Shape shape;
-  for (int d = 0; d < ndim; ++d) shape.push_back(int64_t(detail::read_be32(dims.data() + 4 * d)));
+  int64_t total = 1;
+  for (int d = 0; d < ndim; ++d) {
+    shape.push_back(int64_t(detail::read_be32(dims.data() + 4 * d)));
+    total = shape.back() == 0 || total <= (int64_t(1) << 40) / shape.back() ? total * shape.back() : (int64_t(1) << 40) + 1;
+  }
+  DL_CHECK(total <= (int64_t(1) << 40), "implausible IDX dimensions ", shape, " in ", path.string(), " (corrupt header?)");
+  const int64_t left = in.remaining();
+  DL_CHECK(left < 0 || left >= total, "truncated file ", path.string(), ": its header announces shape ", shape, " (", total,
+           " bytes of data) but only ", left, " bytes follow");
   Tensor<uint8_t> out = empty<uint8_t>(shape);
   in.read_exact(out.data(), size_t(out.numel()), dl::detail::cat("data for shape ", shape).c_str());
   return out;
