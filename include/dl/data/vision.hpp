@@ -181,10 +181,15 @@ VisionDataset<Transform>::VisionDataset(std::pair<Tensor<uint8_t>, Tensor<int64_
 template <class Transform>
 auto VisionDataset<Transform>::get(int64_t i) const -> sample_type {
   detail::check_index(i, size(), "VisionDataset");
-  const Tensor<uint8_t> raw = images_.select(0, i);
   const int64_t label = targets_.data()[i];
-  if constexpr (takes_float) return {transform_(transforms::functional::to_tensor(raw)), label};
-  else return {transform_(raw), label};
+  if constexpr (takes_float) {
+    const int64_t h = images_.size(1), w = images_.size(2), c = images_.size(3);
+    Tensor<float> image = empty<float>({c, h, w});  // ToTensor straight from the stored bytes
+    transforms::detail::hwc_u8_to_chw(images_.data() + i * h * w * c, h, w, c, image.data(), 1.0f / 255.0f, 0.0f);
+    return {transform_(std::move(image)), label};
+  } else {
+    return {transform_(images_.select(0, i)), label};
+  }
 }
 
 template <class Transform>
@@ -205,6 +210,10 @@ std::pair<Tensor<float>, Tensor<int64_t>> VisionDataset<Transform>::get_batch(st
   for (int64_t j = 0; j < b; ++j) {
     const int64_t i = indices[size_t(j)];
     detail::check_index(i, n, "VisionDataset");
+    // Shuffled samples are scattered over the image store: fetch the one after next while this
+    // one converts (the hardware prefetcher cannot guess it).
+    if (j + 2 < b && indices[size_t(j + 2)] >= 0 && indices[size_t(j + 2)] < n)
+      detail::prefetch(images_.data() + indices[size_t(j + 2)] * item, item);
     transforms::detail::hwc_u8_to_chw(images_.data() + i * item, h, w, c, images.data() + j * item, scale.data(), shift.data());
     labels.data()[j] = targets_.data()[i];
   }
