@@ -499,6 +499,25 @@ TEST_CASE("DataLoader: batches depend only on the seed, not on num_workers") {
   CHECK(std::vector(reference_run.begin(), reference_run.begin() + 8) != std::vector(reference_run.begin() + 8, reference_run.end()));
 }
 
+TEST_CASE("DataLoader: per-sample vision pipelines (prefetch hints) are deterministic too") {
+  data::MNIST flips(kData + "/mnist", true, T::Compose(T::RandomHorizontalFlip(0.5), T::RandomCrop(4, 1)));
+  static_assert(data::prefetching_dataset<decltype(flips)> && !data::batched_dataset<decltype(flips)>);
+  data::Subset part(flips, {5, 4, 3, 2, 1});
+  static_assert(data::prefetching_dataset<decltype(part)>);
+  auto run = [&](const auto& ds, int workers) {
+    data::DataLoader loader(std::ref(ds), {.batch_size = 2, .shuffle = true, .num_workers = workers, .seed = 5});
+    std::vector<float> out;
+    for (auto& [x, y] : loader) {
+      CHECK(x.shape() == dl::Shape{y.size(0), 1, 4, 4});
+      for (float v : values(x)) out.push_back(v);
+      for (int64_t v : values(y)) out.push_back(float(v));
+    }
+    return out;
+  };
+  CHECK(run(flips, 0) == run(flips, 2));
+  CHECK(run(part, 0) == run(part, 3));
+}
+
 TEST_CASE("DataLoader: a generator passed in advances with each epoch") {
   data::TensorDataset ds(dl::arange(20));
   dl::Generator g(9);

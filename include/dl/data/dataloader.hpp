@@ -236,6 +236,8 @@ auto DataLoader<D, Collate>::Epoch::Shared::load(int64_t k) const -> batch_type 
   std::vector<sample_type> samples;
   samples.reserve(idx.size());
   for (size_t j = 0; j < idx.size(); ++j) {
+    if constexpr (prefetching_dataset<dataset_type>)
+      if (j + 2 < idx.size()) ds.prefetch(idx[j + 2]);
     SampleSeed sample_seed{int64_t(j)};
     samples.push_back(ds.get(idx[j]));
   }

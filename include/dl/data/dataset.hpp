@@ -43,6 +43,11 @@ concept batched_dataset = dataset<D> && requires(const D& d, std::span<const int
   d.get_batch(indices);
 };
 
+/// A dataset that can hint where sample i lives (prefetch(i) starts fetching it into the cache);
+/// DataLoader calls it two samples ahead, since shuffled samples defeat the hardware prefetcher.
+template <class D>
+concept prefetching_dataset = dataset<D> && requires(const D& d, int64_t i) { d.prefetch(i); };
+
 /// The dataset a holder refers to: D itself, or X for std::reference_wrapper<X> (pass std::ref(ds)
 /// to the wrappers and to DataLoader to share a dataset that is expensive to copy).
 template <class D>
@@ -139,6 +144,12 @@ class Subset {
   /// Present when the underlying dataset loads batches itself.
   auto get_batch(std::span<const int64_t> indices) const
     requires batched_dataset<dataset_type>;
+  /// Present when the underlying dataset prefetches.
+  void prefetch(int64_t i) const
+    requires prefetching_dataset<dataset_type>
+  {
+    if (i >= 0 && i < size()) detail::deref(dataset_).prefetch(indices_[size_t(i)]);
+  }
   const dataset_type& dataset() const { return detail::deref(dataset_); }
   const std::vector<int64_t>& indices() const { return indices_; }
 

@@ -57,6 +57,10 @@ class VisionDataset {
 
   int64_t size() const { return images_.size(0); }
   sample_type get(int64_t i) const;
+  /// Starts fetching image i into the cache (DataLoader calls it ahead of get).
+  void prefetch(int64_t i) const {
+    if (i >= 0 && i < size()) detail::prefetch(images_.data() + i * images_.numel() / size(), images_.numel() / size());
+  }
   /// The batch {images [B, C, H, W], labels [B]} of default_collate, in one fused pass.
   std::pair<Tensor<float>, Tensor<int64_t>> get_batch(std::span<const int64_t> indices) const
     requires fusable;
