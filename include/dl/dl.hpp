@@ -2,5 +2,6 @@
 #pragma once
 
 #include "autograd/gradcheck.hpp"
+#include "data/data.hpp"
 #include "ops/indexing.hpp"
 #include "tensor.hpp"

@@ -1,0 +1,18 @@
+// dl/data/data.hpp — the whole data pipeline (torch.utils.data plus torchvision's datasets and
+// transforms): datasets, samplers, collation, DataLoader, transforms, file readers.
+//
+//   namespace data = dl::data;
+//   auto train = data::FashionMNIST("/usr/share/datasets/fashion-mnist", /*train=*/true,
+//                                   data::transforms::Normalize({0.2860f}, {0.3530f}));
+//   data::DataLoader loader(train, {.batch_size = 128, .shuffle = true, .num_workers = 2, .seed = 0});
+//   for (auto& [images, labels] : loader) { /* Tensor<float> [128, 1, 28, 28], Tensor<int64_t> [128] */ }
+#pragma once
+
+#include "collate.hpp"
+#include "dataloader.hpp"
+#include "dataset.hpp"
+#include "io.hpp"
+#include "rng.hpp"
+#include "sampler.hpp"
+#include "transforms.hpp"
+#include "vision.hpp"

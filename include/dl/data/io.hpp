@@ -1,0 +1,207 @@
+// dl/data/io.hpp — reading dataset files the user has (never downloading): a reader that opens
+// plain or gzip files alike (zlib, when dl is built with it), and IDX files (MNIST's format).
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#if defined(DL_HAVE_ZLIB) && DL_HAVE_ZLIB  // set by meson when zlib is found (links -lz)
+#include <zlib.h>
+#define DL_DATA_ZLIB 1
+#endif
+
+#include "../tensor.hpp"
+
+namespace dl::data {
+
+// ------------------------------------------------------------------------------ declarations
+
+/// Reads an IDX file (plain or .gz) of unsigned bytes into a uint8 tensor of the file's shape.
+/// `expected_dims` > 0 checks the number of dimensions. Throws dl::Error naming the file on a
+/// missing file, a wrong magic number, a truncated body or corrupt compressed data.
+Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_dims = 0);
+
+namespace detail {
+
+/// A file opened for sequential reading; gzip files (by their magic bytes) are inflated on the fly.
+class InputFile {
+ public:
+  explicit InputFile(const std::filesystem::path& path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  /// Reads up to n bytes; returns how many were read (fewer only at the end of the data).
+  size_t read(void* dst, size_t n);
+  /// Reads exactly n bytes or throws "truncated" naming `what` and the counts.
+  void read_exact(void* dst, size_t n, const char* what);
+  bool compressed() const { return gz_ != nullptr; }
+  /// Bytes left in an uncompressed file (-1 for compressed ones, whose size is unknown).
+  int64_t remaining() const;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+#if defined(DL_DATA_ZLIB)
+  gzFile gz_ = nullptr;
+#else
+  void* gz_ = nullptr;
+#endif
+};
+
+/// dirs[k] / name or dirs[k] / (name + ".gz"), the first that exists; throws naming every path tried.
+std::filesystem::path find_file(const std::vector<std::filesystem::path>& dirs, const std::string& name, const char* what);
+
+}  // namespace detail
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+
+inline InputFile::InputFile(const std::filesystem::path& path) : path_(path) {
+  std::error_code ec;
+  DL_CHECK(std::filesystem::exists(path, ec), "cannot open ", path.string(), ": no such file");
+  DL_CHECK(!std::filesystem::is_directory(path, ec), "cannot read ", path.string(), ": it is a directory");
+  file_ = std::fopen(path.c_str(), "rb");
+  DL_CHECK(file_, "cannot open ", path.string(), ": ", std::strerror(errno));
+  unsigned char magic[2] = {0, 0};
+  const size_t got = std::fread(magic, 1, 2, file_);
+  const bool gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  if (!gzip) {
+    std::rewind(file_);
+    return;
+  }
+#if defined(DL_DATA_ZLIB)
+  std::fclose(file_);
+  file_ = nullptr;
+  gz_ = gzopen(path.c_str(), "rb");
+  DL_CHECK(gz_, "cannot open ", path.string(), " with zlib");
+  gzbuffer(gz_, 1 << 18);
+#else
+  std::fclose(file_);
+  file_ = nullptr;
+  throw Error(dl::detail::cat("cannot read ", path.string(),
+                              ": it is gzip-compressed and dl was built without zlib (install zlib and rebuild, or gunzip the file)"));
+#endif
+}
+
+inline InputFile::~InputFile() {
+  if (file_) std::fclose(file_);
+#if defined(DL_DATA_ZLIB)
+  if (gz_) gzclose(gz_);
+#endif
+}
+
+inline size_t InputFile::read(void* dst, size_t n) {
+  if (file_) {
+    const size_t got = std::fread(dst, 1, n, file_);
+    DL_CHECK(got == n || !std::ferror(file_), "error reading ", path_.string(), ": ", std::strerror(errno));
+    return got;
+  }
+#if defined(DL_DATA_ZLIB)
+  size_t total = 0;
+  auto* p = static_cast<char*>(dst);
+  while (total < n) {
+    const unsigned chunk = unsigned(std::min<size_t>(n - total, size_t(1) << 30));
+    const int got = gzread(gz_, p + total, chunk);
+    if (got < 0) {
+      int code = 0;
+      const char* msg = gzerror(gz_, &code);
+      throw Error(dl::detail::cat("corrupt compressed data in ", path_.string(), ": ", msg ? msg : "zlib error"));
+    }
+    if (got == 0) {
+      int code = 0;
+      const char* msg = gzerror(gz_, &code);
+      DL_CHECK(code == Z_OK || code == Z_BUF_ERROR, "corrupt compressed data in ", path_.string(), ": ", msg);
+      break;
+    }
+    total += size_t(got);
+  }
+  return total;
+#else
+  return 0;
+#endif
+}
+
+inline int64_t InputFile::remaining() const {
+  if (!file_) return -1;
+  const long pos = std::ftell(file_);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path_, ec);
+  return ec || pos < 0 ? -1 : int64_t(size) - int64_t(pos);
+}
+
+inline void InputFile::read_exact(void* dst, size_t n, const char* what) {
+  const size_t got = read(dst, n);
+  if (got == n) return;
+  std::string extra;
+#if defined(DL_DATA_ZLIB)
+  if (gz_) {
+    int code = 0;
+    const char* msg = gzerror(gz_, &code);
+    if (code != Z_OK && msg) extra = dl::detail::cat(" (zlib: ", msg, ")");
+  }
+#endif
+  throw Error(dl::detail::cat("truncated file ", path_.string(), ": expected ", n, " bytes of ", what, ", got ", got, extra));
+}
+
+inline std::filesystem::path find_file(const std::vector<std::filesystem::path>& dirs, const std::string& name, const char* what) {
+  std::error_code ec;
+  std::string tried;
+  for (const auto& dir : dirs)
+    for (const std::string& candidate : {name, name + ".gz"}) {
+      const auto p = dir / candidate;
+      if (std::filesystem::is_regular_file(p, ec)) return p;
+      tried += (tried.empty() ? "" : ", ") + p.string();
+    }
+  throw Error(dl::detail::cat(what, ": cannot find ", name, " (tried ", tried, "); dl never downloads datasets, "
+                              "put the files there yourself"));
+}
+
+inline uint32_t read_be32(const unsigned char* p) {
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+}
+
+}  // namespace detail
+
+inline Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_dims) {
+  detail::InputFile in(path);
+  unsigned char header[4];
+  in.read_exact(header, 4, "IDX header");
+  const uint32_t magic = detail::read_be32(header);
+  const int type = header[2], ndim = header[3];
+  char expected[16] = "";
+  if (expected_dims > 0) std::snprintf(expected, sizeof expected, "0x%08X", 0x800u + unsigned(expected_dims));
+  char got[16];
+  std::snprintf(got, sizeof got, "0x%08X", magic);
+  DL_CHECK(header[0] == 0 && header[1] == 0 && ndim >= 1 && ndim <= kMaxDims &&
+               (expected_dims <= 0 || (type == 0x08 && ndim == expected_dims)),
+           "bad magic number ", got, " in ", path.string(), " (expected ", expected_dims > 0 ? expected : "0x000008NN",
+           " for an IDX file of unsigned bytes", expected_dims > 0 ? dl::detail::cat(" with ", expected_dims, " dimensions") : "",
+           "); is this the right file?");
+  DL_CHECK(type == 0x08, "unsupported IDX element type 0x", std::hex, type, " in ", path.string(), " (only unsigned bytes, 0x08)");
+  std::vector<unsigned char> dims(size_t(4 * ndim));
+  in.read_exact(dims.data(), dims.size(), "IDX dimensions");
+  Shape shape;
+  int64_t total = 1;
+  for (int d = 0; d < ndim; ++d) {
+    shape.push_back(int64_t(detail::read_be32(dims.data() + 4 * d)));
+    total = shape.back() == 0 || total <= (int64_t(1) << 40) / shape.back() ? total * shape.back() : (int64_t(1) << 40) + 1;
+  }
+  DL_CHECK(total <= (int64_t(1) << 40), "implausible IDX dimensions ", shape, " in ", path.string(), " (corrupt header?)");
+  const int64_t left = in.remaining();
+  DL_CHECK(left < 0 || left >= total, "truncated file ", path.string(), ": its header announces shape ", shape, " (", total,
+           " bytes of data) but only ", left, " bytes follow");
+  Tensor<uint8_t> out = empty<uint8_t>(shape);
+  in.read_exact(out.data(), size_t(out.numel()), dl::detail::cat("data for shape ", shape).c_str());
+  return out;
+}
+
+}  // namespace dl::data
