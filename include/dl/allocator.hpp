@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "error.hpp"
@@ -43,6 +45,18 @@ void set_memory_cache_limit(int64_t bytes);
 
 namespace detail {
 
+/// A counter with a high-water mark, updated without a lock.
+struct PeakCounter {
+  std::atomic<int64_t> value{0}, peak{0};
+  void add(int64_t d) {
+    const int64_t v = value.fetch_add(d, std::memory_order_relaxed) + d;
+    int64_t p = peak.load(std::memory_order_relaxed);
+    while (v > p && !peak.compare_exchange_weak(p, v, std::memory_order_relaxed)) {
+    }
+  }
+  void reset_peak() { peak.store(value.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+};
+
 class CpuAllocator {
  public:
   static CpuAllocator& instance() {
@@ -55,9 +69,16 @@ class CpuAllocator {
   void* allocate(size_t n, size_t* block_size) {
     const size_t size = round_size(n);
     *block_size = size;
+    num_allocs_.fetch_add(1, std::memory_order_relaxed);
+    // Small blocks first come from this thread's cache: no lock on the hot path.
+    if (size <= ThreadCache::kMaxBlock && ThreadCache::alive()) {
+      if (void* p = ThreadCache::get().take(size)) {
+        hit(size);
+        return p;
+      }
+    }
     {
       std::lock_guard lock(mutex_);
-      ++stats_.num_allocs;
       // Best fit among cached blocks, accepting up to 25% slack so near sizes share blocks.
       auto it = free_.lower_bound(size);
       if (it != free_.end() && it->first <= size + size / 4 && !it->second.empty()) {
@@ -65,25 +86,21 @@ class CpuAllocator {
         it->second.pop_back();
         *block_size = it->first;
         if (it->second.empty()) free_.erase(it);
-        ++stats_.num_cache_hits;
-        stats_.cached_bytes -= int64_t(*block_size);
-        note_allocated(int64_t(*block_size));
+        hit(*block_size);
         return p;
       }
-      ++stats_.num_os_allocs;
-      note_allocated(int64_t(size));
-      stats_.reserved_bytes += int64_t(size);
-      stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
     }
+    num_os_allocs_.fetch_add(1, std::memory_order_relaxed);
+    allocated_.add(int64_t(size));
+    reserved_.add(int64_t(size));
     void* p = os_alloc(size);
     if (!p) {
       empty_cache();  // give the cache back and try once more before failing
       p = os_alloc(size);
     }
     if (!p) {
-      std::lock_guard lock(mutex_);
-      stats_.allocated_bytes -= int64_t(size);
-      stats_.reserved_bytes -= int64_t(size);
+      allocated_.add(-int64_t(size));
+      reserved_.add(-int64_t(size));
       throw Error(detail::cat("CPU out of memory: failed to allocate ", n, " bytes"));
     }
     return p;
@@ -91,48 +108,50 @@ class CpuAllocator {
 
   void deallocate(void* p, size_t block_size) {
     if (!p) return;
-    {
-      std::lock_guard lock(mutex_);
-      stats_.allocated_bytes -= int64_t(block_size);
-      if (stats_.cached_bytes + int64_t(block_size) <= limit_) {
-        free_[block_size].push_back(p);
-        stats_.cached_bytes += int64_t(block_size);
-        return;
-      }
-      stats_.reserved_bytes -= int64_t(block_size);
-      ++stats_.num_os_frees;
+    allocated_.add(-int64_t(block_size));
+    if (block_size <= ThreadCache::kMaxBlock && ThreadCache::alive() && ThreadCache::get().give(p, block_size)) {
+      cached_.fetch_add(int64_t(block_size), std::memory_order_relaxed);
+      return;
     }
-    std::free(p);
+    give_global(p, block_size);
   }
 
   void empty_cache() {
+    if (ThreadCache::alive()) ThreadCache::get().flush();
     std::map<size_t, std::vector<void*>> blocks;
     {
       std::lock_guard lock(mutex_);
       blocks.swap(free_);
-      for (auto& [size, ptrs] : blocks) {
-        stats_.reserved_bytes -= int64_t(size * ptrs.size());
-        stats_.num_os_frees += int64_t(ptrs.size());
-      }
-      stats_.cached_bytes = 0;
     }
-    for (auto& [size, ptrs] : blocks)
+    for (auto& [size, ptrs] : blocks) {
+      const int64_t bytes = int64_t(size * ptrs.size());
+      cached_.fetch_sub(bytes, std::memory_order_relaxed);
+      reserved_.add(-bytes);
+      num_os_frees_.fetch_add(int64_t(ptrs.size()), std::memory_order_relaxed);
       for (void* p : ptrs) std::free(p);
+    }
   }
 
-  MemoryStats stats() {
-    std::lock_guard lock(mutex_);
-    return stats_;
+  MemoryStats stats() const {
+    MemoryStats s;
+    s.allocated_bytes = allocated_.value.load();
+    s.peak_allocated_bytes = allocated_.peak.load();
+    s.cached_bytes = cached_.load();
+    s.reserved_bytes = reserved_.value.load();
+    s.peak_reserved_bytes = reserved_.peak.load();
+    s.num_allocs = num_allocs_.load();
+    s.num_cache_hits = num_cache_hits_.load();
+    s.num_os_allocs = num_os_allocs_.load();
+    s.num_os_frees = num_os_frees_.load();
+    return s;
   }
   void reset_peaks() {
-    std::lock_guard lock(mutex_);
-    stats_.peak_allocated_bytes = stats_.allocated_bytes;
-    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+    allocated_.reset_peak();
+    reserved_.reset_peak();
   }
   void set_limit(int64_t bytes) {
     DL_CHECK(bytes >= 0, "set_memory_cache_limit: expected a non-negative byte count, got ", bytes);
-    std::lock_guard lock(mutex_);
-    limit_ = bytes;
+    limit_.store(bytes, std::memory_order_relaxed);
   }
 
   static constexpr size_t kHuge = size_t(2) << 20;
@@ -148,14 +167,82 @@ class CpuAllocator {
   }
 
  private:
+  /// Free small blocks kept by one thread (exact size classes), flushed to the shared cache when
+  /// the thread ends or the per-thread budget is exceeded.
+  class ThreadCache {
+   public:
+    static constexpr size_t kMaxBlock = size_t(1) << 20;
+    static constexpr size_t kMaxBytes = size_t(16) << 20;
+
+    static ThreadCache& get() {
+      static thread_local ThreadCache cache;
+      return cache;
+    }
+    /// False once this thread's cache has been destroyed (late frees go to the shared cache).
+    static bool alive() { return !dead_flag(); }
+
+    void* take(size_t size) {
+      auto it = bins_.find(size);
+      if (it == bins_.end() || it->second.empty()) return nullptr;
+      void* p = it->second.back();
+      it->second.pop_back();
+      bytes_ -= size;
+      return p;
+    }
+    bool give(void* p, size_t size) {
+      if (bytes_ + size > kMaxBytes) return false;
+      bins_[size].push_back(p);
+      bytes_ += size;
+      return true;
+    }
+    void flush() {
+      auto& a = CpuAllocator::instance();
+      for (auto& [size, ptrs] : bins_) {
+        for (void* p : ptrs) {
+          a.cached_.fetch_sub(int64_t(size), std::memory_order_relaxed);
+          a.give_global(p, size);
+        }
+        ptrs.clear();
+      }
+      bytes_ = 0;
+    }
+    ~ThreadCache() {
+      flush();
+      dead_flag() = true;
+    }
+
+   private:
+    ThreadCache() = default;
+    static bool& dead_flag() {
+      static thread_local bool dead = false;  // trivially destructible: readable during thread exit
+      return dead;
+    }
+    std::unordered_map<size_t, std::vector<void*>> bins_;
+    size_t bytes_ = 0;
+  };
+
   CpuAllocator() {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     limit_ = pages > 0 && page > 0 ? int64_t(pages) * page / 4 : int64_t(1) << 32;
   }
 
-  void note_allocated(int64_t size) {
-    stats_.allocated_bytes += size;
-    stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+  void hit(size_t size) {
+    num_cache_hits_.fetch_add(1, std::memory_order_relaxed);
+    cached_.fetch_sub(int64_t(size), std::memory_order_relaxed);
+    allocated_.add(int64_t(size));
+  }
+
+  /// Keeps a freed block in the shared cache, or returns it to the OS beyond the cache limit.
+  void give_global(void* p, size_t size) {
+    if (cached_.load(std::memory_order_relaxed) + int64_t(size) <= limit_.load(std::memory_order_relaxed)) {
+      std::lock_guard lock(mutex_);
+      free_[size].push_back(p);
+      cached_.fetch_add(int64_t(size), std::memory_order_relaxed);
+      return;
+    }
+    reserved_.add(-int64_t(size));
+    num_os_frees_.fetch_add(1, std::memory_order_relaxed);
+    std::free(p);
   }
 
   static void* os_alloc(size_t size) {
@@ -170,8 +257,9 @@ class CpuAllocator {
 
   std::mutex mutex_;
   std::map<size_t, std::vector<void*>> free_;
-  MemoryStats stats_;
-  int64_t limit_ = 0;
+  PeakCounter allocated_, reserved_;
+  std::atomic<int64_t> cached_{0}, num_allocs_{0}, num_cache_hits_{0}, num_os_allocs_{0}, num_os_frees_{0};
+  std::atomic<int64_t> limit_{0};
 };
 
 }  // namespace detail

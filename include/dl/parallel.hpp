@@ -16,10 +16,15 @@
 
 namespace dl {
 
-/// Number of threads CPU kernels may use (default: OMP_NUM_THREADS, else all cores).
+/// Number of threads CPU kernels started from the calling thread may use (default:
+/// OMP_NUM_THREADS, else all cores).
 int get_num_threads();
-/// Sets the number of threads CPU kernels use; n >= 1.
+/// Sets the number of threads CPU kernels use, process-wide; n >= 1.
 void set_num_threads(int n);
+/// Overrides the thread count for kernels started from the calling thread only (0 restores the
+/// process-wide setting). DataLoader workers use 1, as PyTorch's workers do, so that kernels run
+/// inside workers do not each start a full team and oversubscribe the cores.
+void set_num_threads_in_this_thread(int n);
 
 namespace detail {
 
@@ -29,6 +34,11 @@ inline int& num_threads_slot() {
 #else
   static int n = 1;
 #endif
+  return n;
+}
+
+inline int& thread_num_threads_slot() {
+  static thread_local int n = 0;  // 0: use the process-wide setting
   return n;
 }
 
@@ -49,7 +59,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
   const int64_t n = end - begin;
   if (n <= 0) return;
   const int64_t max_chunks = (n + std::max<int64_t>(grain, 1) - 1) / std::max<int64_t>(grain, 1);
-  const int nt = int(std::min<int64_t>(num_threads_slot(), max_chunks));
+  const int nt = int(std::min<int64_t>(get_num_threads(), max_chunks));
   if (nt <= 1 || in_parallel_region()) {
     f(begin, end);
     return;
@@ -78,11 +88,19 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
 
 }  // namespace detail
 
-inline int get_num_threads() { return detail::num_threads_slot(); }
+inline int get_num_threads() {
+  const int local = detail::thread_num_threads_slot();
+  return local > 0 ? local : detail::num_threads_slot();
+}
 
 inline void set_num_threads(int n) {
   DL_CHECK(n >= 1, "set_num_threads: expected a positive number of threads, got ", n);
   detail::num_threads_slot() = n;
+}
+
+inline void set_num_threads_in_this_thread(int n) {
+  DL_CHECK(n >= 0, "set_num_threads_in_this_thread: expected a non-negative number of threads, got ", n);
+  detail::thread_num_threads_slot() = n;
 }
 
 }  // namespace dl

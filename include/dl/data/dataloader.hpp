@@ -247,6 +247,7 @@ auto DataLoader<D, Collate>::Epoch::Shared::load(int64_t k) const -> batch_type 
 template <dataset_holder D, class Collate>
 void DataLoader<D, Collate>::Epoch::Shared::worker_loop(int id, int num_workers, const std::function<void(int)>& init) {
   detail::worker_info_slot() = WorkerInfo{id, num_workers};
+  set_num_threads_in_this_thread(1);  // workers run kernels single-threaded (worker_init_fn may change it)
   if (init) {
     try {
       init(id);
