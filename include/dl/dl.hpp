@@ -1,5 +1,10 @@
 // dl/dl.hpp — everything in dl that needs no GPU.
 #pragma once
 
+#include "nn/functional.hpp"
+#include "ops/conv.hpp"
+#include "ops/gemm.hpp"
 #include "ops/indexing.hpp"
+#include "ops/matmul.hpp"
+#include "ops/pool.hpp"
 #include "tensor.hpp"
