@@ -378,12 +378,13 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
           const int64_t ncb = std::min(NCB, N - jc), npb = (ncb + NR - 1) / NR;
           const auto [b0, b1] = split_range(npb, tn, tj);
           // The B panels of this thread's column group, shared by its tm row threads. With
-          // tm == 1 they are private: the next pass may overwrite them without waiting.
+          // tm == 1 they are private: the next pass may overwrite them without waiting (panels
+          // sit at a fixed stride of KC, so a shorter last block never shifts into a neighbour's).
           if (tm > 1 && jc > 0) barrier();
           {
             const auto [q0, q1] = split_range(b1 - b0, tm, ti);
             for (int64_t p = b0 + q0; p < b0 + q1; ++p)
-              pack_b(jc + p * NR, int(std::min<int64_t>(NR, ncb - p * NR)), pc, kc, bp + p * NR * kc);
+              pack_b(jc + p * NR, int(std::min<int64_t>(NR, ncb - p * NR)), pc, kc, bp + p * NR * KC);
           }
           if (tm > 1 || jc == 0) barrier();
           const auto [a0, a1] = split_range(mpb, tm, ti);
@@ -393,7 +394,7 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
             for (int64_t jr = b0; jr < b1; ++jr) {
               const int nr = int(std::min<int64_t>(NR, ncb - jr * NR));
               T* c = C + (ic + ir * MR) * ldc + jc + jr * NR;
-              kernels[mr](kc, a, bp + jr * NR * kc, c, ldc, alpha, first ? beta : T(1), nr);
+              kernels[mr](kc, a, bp + jr * NR * KC, c, ldc, alpha, first ? beta : T(1), nr);
               if (last && ep.active()) ep.apply(C, ldc, ic + ir * MR, jc + jr * NR, mr, nr);
             }
           }
