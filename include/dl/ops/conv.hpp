@@ -205,9 +205,240 @@ void for_each_item(int64_t n, F&& f) {
   }
 }
 
+// ---- stride-1 convolutions on wide rows
+//
+// With the input zero-padded to planes of Hp x Wp, tap (c, ki, kj) of output pixel (oh, ow) reads
+// xp[c][(oh + ki dh) Wp + ow + kj dw]. Indexing outputs by j = oh Wp + ow with ow running over the
+// whole padded width (the Wp - OW extra columns are computed and dropped) turns every tap into
+// one contiguous row of xp, shifted by off(c, ki, kj): the forward GEMM's B panels are plain
+// copies, the input gradient is the same product with flipped weights, and the weight gradient a
+// vectorised correlation of rows. Stride > 1 takes the im2col / col2im paths above.
+
+/// Sizes of the padded planes; `slack` zeros after the last plane absorb the dropped columns'
+/// reads past its end.
+struct WideGeometry {
+  int64_t Hp, Wp, plane, J, slack;
+  int64_t size(int64_t channels) const { return channels * plane + slack; }
+};
+
+inline WideGeometry wide_geometry(const ConvGeometry& g, const ConvParams& p) {
+  const int64_t Hp = g.H + 2 * p.padding.h, Wp = g.W + 2 * p.padding.w;
+  return {Hp, Wp, Hp * Wp, g.OH * Wp, (g.KW - 1) * p.dilation.w + 64};
+}
+
+inline bool use_wide(const ConvGeometry& g, const ConvParams& p) { return p.stride == Size2(1) && !is_pointwise(g, p); }
+
+/// Copies C planes of H x W into xp's zero-padded planes.
+template <class T>
+void pad_planes(const T* x, int64_t C, int64_t H, int64_t W, const ConvParams& p, const WideGeometry& wg, T* xp) {
+  std::fill(xp, xp + wg.size(C), T(0));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t ih = 0; ih < H; ++ih)
+      std::copy(x + (c * H + ih) * W, x + (c * H + ih + 1) * W, xp + c * wg.plane + (ih + p.padding.h) * wg.Wp + p.padding.w);
+}
+
+/// B panels of the wide-row product: row k of B is xp + off[k]. Panels need no zero padding:
+/// columns past N only feed outputs the micro-kernel never stores.
+template <class T>
+struct WideRowPacker {
+  const T* xp;
+  const int64_t* off;
+
+  void operator()(int64_t j0, int /*nr*/, int64_t k0, int64_t kc, T* __restrict dst) const {
+    using V = xsimd::batch<T>;
+    constexpr int NR = gemm_nr<T>(), W = int(V::size);
+    for (int64_t k = 0; k < kc; ++k, dst += NR) {
+      const T* s = xp + off[k0 + k] + j0;
+#pragma GCC unroll 4
+      for (int v = 0; v < NR / W; ++v) V::load_unaligned(s + v * W).store_aligned(dst + v * W);
+    }
+  }
+};
+
+/// Row offsets off[(c, ki, kj)] of the taps in a padded image.
+inline std::vector<int64_t> tap_offsets(int64_t channels, const ConvGeometry& g, const ConvParams& p, const WideGeometry& wg) {
+  std::vector<int64_t> off;
+  off.reserve(size_t(channels * g.KH * g.KW));
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t ki = 0; ki < g.KH; ++ki)
+      for (int64_t kj = 0; kj < g.KW; ++kj) off.push_back(c * wg.plane + ki * p.dilation.h * wg.Wp + kj * p.dilation.w);
+  return off;
+}
+
+/// Stride-1 forward: per image, pad, one GEMM per group into wide rows, drop the extra columns.
+template <class T>
+Tensor<T> conv2d_forward_wide(const Tensor<T>& x, const Tensor<T>& w, const T* bias, const ConvGeometry& g,
+                              const ConvParams& p) {
+  Tensor<T> y = empty<T>({g.N, g.O, g.OH, g.OW});
+  const WideGeometry wg = wide_geometry(g, p);
+  const int64_t Og = g.Og(), Kg = g.Kg(), Cg = g.Cg();
+  const std::vector<int64_t> off = tap_offsets(Cg, g, p, wg);
+  auto run = [&](int64_t n0, int64_t n1, int threads) {
+    ScratchBuffer xpbuf(size_t(wg.size(g.C)) * sizeof(T)), cbuf(size_t(Og * wg.J) * sizeof(T));
+    T* xp = xpbuf.as<T>();
+    T* cw = cbuf.as<T>();
+    for (int64_t n = n0; n < n1; ++n) {
+      pad_planes(x.data() + n * g.C * g.HW(), g.C, g.H, g.W, p, wg, xp);
+      for (int64_t grp = 0; grp < g.G; ++grp) {
+        const MatrixRef<T> A{w.data() + grp * Og * Kg, Kg, 1};
+        Epilogue<T> ep;
+        if (bias) ep.bias = {bias + grp * Og, 1, 0};
+        gemm_packed<T>(
+            Og, wg.J, Kg, T(1), [&](int64_t i0, int mr, int64_t k0, int64_t kc, T* dst) { pack_a_panel(A, i0, mr, k0, kc, dst); },
+            WideRowPacker<T>{xp + grp * Cg * wg.plane, off.data()}, T(0), cw, wg.J, ep, threads);
+        T* out = y.data() + (n * g.O + grp * Og) * g.OHW();
+        for (int64_t o = 0; o < Og; ++o)
+          for (int64_t oh = 0; oh < g.OH; ++oh)
+            std::copy(cw + o * wg.J + oh * wg.Wp, cw + o * wg.J + oh * wg.Wp + g.OW, out + (o * g.OH + oh) * g.OW);
+      }
+    }
+  };
+  if (g.N > 1 && get_num_threads() > 1 && !in_parallel_region())
+    parallel_for(0, g.N, 1, [&](int64_t n0, int64_t n1) { run(n0, n1, 1); });
+  else
+    run(0, g.N, 0);
+  return y;
+}
+
+/// acc[ob][kb] += sum_j g[ob][j] * x[kb * dw + j] over j < jv (a multiple of the vector width).
+template <class T, int OB, int KB>
+void correlate_rows(const T* __restrict g, int64_t gstride, const T* __restrict x, int64_t dw, int64_t jv,
+                    xsimd::batch<T>* acc, int64_t astride) {
+  using V = xsimd::batch<T>;
+  constexpr int64_t W = V::size;
+  V a[OB][KB];
+#pragma GCC unroll 4
+  for (int ob = 0; ob < OB; ++ob)
+#pragma GCC unroll 4
+    for (int kb = 0; kb < KB; ++kb) a[ob][kb] = acc[ob * astride + kb];
+  for (int64_t j = 0; j < jv; j += W) {
+    V gv[OB];
+#pragma GCC unroll 4
+    for (int ob = 0; ob < OB; ++ob) gv[ob] = V::load_aligned(g + ob * gstride + j);
+#pragma GCC unroll 4
+    for (int kb = 0; kb < KB; ++kb) {
+      const V xv = V::load_unaligned(x + kb * dw + j);
+#pragma GCC unroll 4
+      for (int ob = 0; ob < OB; ++ob) a[ob][kb] = xsimd::fma(gv[ob], xv, a[ob][kb]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int ob = 0; ob < OB; ++ob)
+#pragma GCC unroll 4
+    for (int kb = 0; kb < KB; ++kb) acc[ob * astride + kb] = a[ob][kb];
+}
+
+template <class T>
+using CorrelateFn = void (*)(const T*, int64_t, const T*, int64_t, int64_t, xsimd::batch<T>*, int64_t);
+
+/// Register blocks of the correlation: up to kCorrOB output channels x 4 taps.
+inline constexpr int kCorrOB = GemmConfig<float>::kRegisters >= 32 ? 4 : 2;
+
+template <class T>
+CorrelateFn<T> correlate_kernel(int ob, int kb) {
+  static constexpr auto table = []<int... I>(std::integer_sequence<int, I...>) {
+    return std::array<CorrelateFn<T>, sizeof...(I)>{&correlate_rows<T, I / 4 + 1, I % 4 + 1>...};
+  }(std::make_integer_sequence<int, kCorrOB * 4>{});
+  return table[size_t((ob - 1) * 4 + (kb - 1))];
+}
+
+/// Stride-1 weight gradient: gw[o, c, ki, kj] = sum_n sum_j gyw[n, o, j] xp[n, c][off(ki, kj) + j],
+/// gyw being gy laid out on wide rows with zeros in the extra columns. Vector partial sums are
+/// kept per weight and reduced once at the end.
+template <class T>
+Tensor<T> conv2d_weight_wide(const Tensor<T>& x, const Tensor<T>& gy, const Shape& weight_shape, const ConvGeometry& g,
+                             const ConvParams& p) {
+  using V = xsimd::batch<T>;
+  constexpr int64_t W = V::size;
+  const WideGeometry wg = wide_geometry(g, p);
+  const int64_t Og = g.Og(), Cg = g.Cg(), KK = g.KH * g.KW, wsize = g.O * Cg * KK;
+  const int64_t jv = (wg.J + W - 1) / W * W;
+  constexpr int64_t JB = 1024;  // columns per pass: an OB x JB block of gyw stays in L1
+  const int nt = in_parallel_region() ? 1 : get_num_threads();
+  // Split images among threads (each with its own partial sums) when there are enough of them,
+  // else output channels (blocks of kCorrOB) among threads.
+  const int64_t oblocks = g.G * ((Og + kCorrOB - 1) / kCorrOB);
+  const bool split_images = g.N >= nt;
+  const int parts = int(std::max<int64_t>(1, std::min<int64_t>(nt, split_images ? g.N : oblocks)));
+  ScratchBuffer accbuf(size_t((split_images ? parts : 1) * wsize) * sizeof(V) + 64);
+  V* const acc_all = reinterpret_cast<V*>((reinterpret_cast<uintptr_t>(accbuf.as<char>()) + 63) / 64 * 64);
+
+  auto run = [&](int part) {
+    const auto [n0, n1] = split_images ? split_range(g.N, parts, part) : std::pair<int64_t, int64_t>{0, g.N};
+    const auto [b0, b1] = split_images ? std::pair<int64_t, int64_t>{0, oblocks} : split_range(oblocks, parts, part);
+    V* acc = acc_all + (split_images ? part * wsize : 0);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t grp = b / ((Og + kCorrOB - 1) / kCorrOB), ob0 = grp * Og + (b % ((Og + kCorrOB - 1) / kCorrOB)) * kCorrOB;
+      const int64_t obn = std::min<int64_t>(kCorrOB, grp * Og + Og - ob0);
+      std::fill(acc + ob0 * Cg * KK, acc + (ob0 + obn) * Cg * KK, V(T(0)));
+    }
+    ScratchBuffer xpbuf(size_t(wg.size(g.C)) * sizeof(T)), gbuf(size_t(g.O * jv) * sizeof(T));
+    T* xp = xpbuf.as<T>();
+    T* gw_rows = gbuf.as<T>();
+    for (int64_t n = n0; n < n1; ++n) {
+      pad_planes(x.data() + n * g.C * g.HW(), g.C, g.H, g.W, p, wg, xp);
+      std::fill(gw_rows, gw_rows + g.O * jv, T(0));
+      for (int64_t o = 0; o < g.O; ++o)
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          const T* src = gy.data() + ((n * g.O + o) * g.OH + oh) * g.OW;
+          std::copy(src, src + g.OW, gw_rows + o * jv + oh * wg.Wp);
+        }
+      for (int64_t j0 = 0; j0 < jv; j0 += JB) {
+        const int64_t jn = std::min(JB, jv - j0);
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t per_group = (Og + kCorrOB - 1) / kCorrOB;
+          const int64_t grp = b / per_group, ob0 = grp * Og + (b % per_group) * kCorrOB;
+          const int obn = int(std::min<int64_t>(kCorrOB, grp * Og + Og - ob0));
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t ki = 0; ki < g.KH; ++ki)
+              for (int64_t kj = 0; kj < g.KW; kj += 4) {
+                const int kb = int(std::min<int64_t>(4, g.KW - kj));
+                const T* xrow = xp + (grp * Cg + c) * wg.plane + ki * p.dilation.h * wg.Wp + kj * p.dilation.w + j0;
+                correlate_kernel<T>(obn, kb)(gw_rows + ob0 * jv + j0, jv, xrow, p.dilation.w, jn,
+                                             acc + (ob0 * Cg + c) * KK + ki * g.KW + kj, Cg * KK);
+              }
+        }
+      }
+    }
+  };
+  if (parts > 1)
+    parallel_for(0, parts, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) run(int(t));
+    });
+  else
+    run(0);
+
+  Tensor<T> gw = empty<T>(weight_shape);
+  T* out = gw.data();
+  const int nacc = split_images ? parts : 1;
+  parallel_for(0, wsize, 256, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      V s = acc_all[i];
+      for (int t = 1; t < nacc; ++t) s += acc_all[t * wsize + i];
+      out[i] = xsimd::hadd(s);
+    }
+  });
+  return gw;
+}
+
+/// Weights of the input gradient as a stride-1 convolution: w'[g Cg + c, o, ki, kj] =
+/// w[g Og + o, c, KH - 1 - ki, KW - 1 - kj].
+template <class T>
+Tensor<T> flip_weights(const Tensor<T>& w, const ConvGeometry& g) {
+  const int64_t Og = g.Og(), Cg = g.Cg(), KK = g.KH * g.KW;
+  Tensor<T> f = empty<T>({g.C, Og, g.KH, g.KW});
+  for (int64_t grp = 0; grp < g.G; ++grp)
+    for (int64_t o = 0; o < Og; ++o)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t k = 0; k < KK; ++k)
+          f.data()[((grp * Cg + c) * Og + o) * KK + (KK - 1 - k)] = w.data()[((grp * Og + o) * Cg + c) * KK + k];
+  return f;
+}
+
 template <class T>
 Tensor<T> conv2d_forward_raw(const Tensor<T>& x, const Tensor<T>& w, const T* bias, const ConvParams& p) {
   const ConvGeometry g = conv2d_geometry(x.shape(), w.shape(), Tensor<T>(), p);
+  if (use_wide(g, p)) return conv2d_forward_wide(x, w, bias, g, p);
   Tensor<T> y = empty<T>({g.N, g.O, g.OH, g.OW});
   const int64_t Og = g.Og(), Kg = g.Kg(), OHW = g.OHW();
   const bool pointwise = is_pointwise(g, p);
@@ -273,6 +504,12 @@ Tensor<T> conv2d_input_raw(const Tensor<T>& gy, const Tensor<T>& w, const Shape&
   const ConvGeometry g = conv2d_geometry(input_shape, w.shape(), Tensor<T>(), p, "conv2d_backward");
   DL_CHECK(gy.shape() == Shape({g.N, g.O, g.OH, g.OW}), "conv2d backward: grad_output of shape ", gy.shape(),
            " does not match the output shape [", g.N, ", ", g.O, ", ", g.OH, ", ", g.OW, "]");
+  if (use_wide(g, p) && p.padding.h <= p.dilation.h * (g.KH - 1) && p.padding.w <= p.dilation.w * (g.KW - 1)) {
+    // Stride 1: the full correlation of gy with the flipped weights, a stride-1 convolution.
+    const ConvParams q{Size2(1), Size2(p.dilation.h * (g.KH - 1) - p.padding.h, p.dilation.w * (g.KW - 1) - p.padding.w),
+                       p.dilation, p.groups};
+    return conv2d_forward_raw(gy, flip_weights(w, g), static_cast<const T*>(nullptr), q);
+  }
   Tensor<T> gx = empty<T>(input_shape);
   const int64_t Og = g.Og(), Cg = g.Cg(), Kg = g.Kg(), OHW = g.OHW();
   if (is_pointwise(g, p)) {  // gx = W^T @ gy directly
@@ -313,9 +550,10 @@ Tensor<T> conv2d_weight_raw(const Tensor<T>& x, const Tensor<T>& gy, const Shape
   const ConvGeometry g = conv2d_geometry(x.shape(), weight_shape, Tensor<T>(), p, "conv2d_backward");
   DL_CHECK(gy.shape() == Shape({g.N, g.O, g.OH, g.OW}), "conv2d backward: grad_output of shape ", gy.shape(),
            " does not match the output shape [", g.N, ", ", g.O, ", ", g.OH, ", ", g.OW, "]");
+  if (g.N == 0 || g.OHW() == 0) return zeros<T>(weight_shape);
+  if (use_wide(g, p)) return conv2d_weight_wide(x, gy, weight_shape, g, p);
   Tensor<T> gw = empty<T>(weight_shape);
   const int64_t Og = g.Og(), Kg = g.Kg(), OHW = g.OHW(), wsize = g.O * Kg;
-  if (g.N == 0 || OHW == 0) return gw.zero_();
   // Images are split among threads, each accumulating into its own partial sum of gw.
   const int parts = int(std::min<int64_t>(in_parallel_region() ? 1 : get_num_threads(), g.N));
   ScratchBuffer partial_buf(size_t(std::max(parts - 1, 0) * wsize) * sizeof(T));

@@ -100,6 +100,31 @@ void for_planes(int64_t planes, int64_t plane_work, F&& f) {
   parallel_for(0, planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(plane_work, 1)), f);
 }
 
+/// One output row of 2x2, stride-2 max pooling: rows r0 = in[0:W], r1 = in[W:2W]; indices are
+/// base + the offset of the chosen element. Written branch-free so that it vectorises.
+template <class T>
+void max_pool_2x2_row(const T* __restrict r0, int64_t W, int64_t OW, int64_t base, T* __restrict out,
+                      int64_t* __restrict ind) {
+  const T* __restrict r1 = r0 + W;
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    const T v0 = r0[2 * ow], v1 = r0[2 * ow + 1], v2 = r1[2 * ow], v3 = r1[2 * ow + 1];
+    // PyTorch's order (0,0), (0,1), (1,0), (1,1), each taken when larger or NaN
+    T m = v0;
+    int64_t k = 0;
+    const bool t1 = v1 > m || v1 != v1;
+    m = t1 ? v1 : m;
+    k = t1 ? 1 : k;
+    const bool t2 = v2 > m || v2 != v2;
+    m = t2 ? v2 : m;
+    k = t2 ? W : k;
+    const bool t3 = v3 > m || v3 != v3;
+    m = t3 ? v3 : m;
+    k = t3 ? W + 1 : k;
+    out[ow] = m;
+    ind[ow] = base + 2 * ow + k;
+  }
+}
+
 template <class T>
 MaxResult<T> max_pool2d_raw(const Tensor<T>& x, const PoolParams& p) {
   const Shape os = pool2d_shape(x.shape(), p, "max_pool2d");
@@ -114,23 +139,8 @@ MaxResult<T> max_pool2d_raw(const Tensor<T>& x, const PoolParams& p) {
       const T* in = x.data() + q * H * W;
       T* out = y.data() + q * OH * OW;
       int64_t* ind = idx.data() + q * OH * OW;
-      if (simple2x2 && 2 * OH <= H && 2 * OW <= W) {  // LeNet's pooling: no bounds checks
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          const T* r0 = in + 2 * oh * W;
-          const T* r1 = r0 + W;
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t iw = 2 * ow;
-            T m = r0[iw];
-            int64_t mi = 2 * oh * W + iw;
-            // first-max order of PyTorch: (0,0), (0,1), (1,0), (1,1); NaN wins
-            if (r0[iw + 1] > m || std::isnan(r0[iw + 1])) m = r0[iw + 1], mi = 2 * oh * W + iw + 1;
-            if (r1[iw] > m || std::isnan(r1[iw])) m = r1[iw], mi = (2 * oh + 1) * W + iw;
-            if (r1[iw + 1] > m || std::isnan(r1[iw + 1])) m = r1[iw + 1], mi = (2 * oh + 1) * W + iw + 1;
-            if (std::isnan(r0[iw])) m = r0[iw], mi = 2 * oh * W + iw;
-            out[oh * OW + ow] = m;
-            ind[oh * OW + ow] = mi;
-          }
-        }
+      if (simple2x2 && 2 * OH <= H && 2 * OW <= W) {  // LeNet's pooling: branch-free, vectorisable
+        for (int64_t oh = 0; oh < OH; ++oh) max_pool_2x2_row(in + 2 * oh * W, W, OW, 2 * oh * W, out + oh * OW, ind + oh * OW);
         continue;
       }
       for (int64_t oh = 0; oh < OH; ++oh) {
@@ -146,13 +156,10 @@ MaxResult<T> max_pool2d_raw(const Tensor<T>& x, const PoolParams& p) {
           for (int64_t ih = h0; ih < h1; ih += dh)
             for (int64_t iw = w0; iw < w1; iw += dw) {
               const T v = in[ih * W + iw];
-              if (v > m || std::isnan(v)) {
-                m = v;
-                mi = ih * W + iw;
-                if (std::isnan(v)) goto done;  // NaN propagates; later elements cannot replace it
-              }
+              const bool take = v > m || v != v;  // PyTorch's rule: a NaN wins (the last one)
+              m = take ? v : m;
+              mi = take ? ih * W + iw : mi;
             }
-        done:
           out[oh * OW + ow] = m;
           ind[oh * OW + ow] = mi;
         }
@@ -277,13 +284,10 @@ MaxResult<T> adaptive_max_pool2d_raw(const Tensor<T>& x, const Shape& os) {
           for (int64_t ih = wh.start; ih < wh.end; ++ih)
             for (int64_t iw = ww.start; iw < ww.end; ++iw) {
               const T v = in[ih * W + iw];
-              if (v > m || std::isnan(v)) {
-                m = v;
-                mi = ih * W + iw;
-                if (std::isnan(v)) goto done;
-              }
+              const bool take = v > m || v != v;
+              m = take ? v : m;
+              mi = take ? ih * W + iw : mi;
             }
-        done:
           y.data()[q * OH * OW + oh * OW + ow] = m;
           idx.data()[q * OH * OW + oh * OW + ow] = mi;
         }
