@@ -1,7 +1,8 @@
-// dl/ops/conv.hpp — 2-d convolution kernels (NCHW) on the built-in GEMM: the forward product packs
-// im2col panels straight from the input (no column matrix in memory), the input gradient is a GEMM
-// followed by col2im, the weight gradient a GEMM over packed transposed patches. All three are
-// differentiable ops of each other, so convolutions support any order of derivatives.
+// dl/ops/conv.hpp — 2-d convolution kernels (NCHW) on the built-in GEMM. Stride 1 (the common case)
+// runs on zero-padded "wide rows": GEMM panels are plain row copies, the input gradient is a
+// convolution with flipped weights, the weight gradient a vectorised correlation. Other strides pack
+// im2col panels straight from the input and use GEMM + col2im for the input gradient. The forward
+// and both gradients are differentiable ops of each other: any order of derivatives works.
 #pragma once
 
 #include <algorithm>
@@ -273,6 +274,8 @@ Tensor<T> conv2d_forward_wide(const Tensor<T>& x, const Tensor<T>& w, const T* b
   const WideGeometry wg = wide_geometry(g, p);
   const int64_t Og = g.Og(), Kg = g.Kg(), Cg = g.Cg();
   const std::vector<int64_t> off = tap_offsets(Cg, g, p, wg);
+  std::vector<PrepackedA<T>> weights;  // packed once, copied per image
+  for (int64_t grp = 0; grp < g.G; ++grp) weights.emplace_back(MatrixRef<T>{w.data() + grp * Og * Kg, Kg, 1}, Og, Kg);
   auto run = [&](int64_t n0, int64_t n1, int threads) {
     ScratchBuffer xpbuf(size_t(wg.size(g.C)) * sizeof(T)), cbuf(size_t(Og * wg.J) * sizeof(T));
     T* xp = xpbuf.as<T>();
@@ -280,12 +283,10 @@ Tensor<T> conv2d_forward_wide(const Tensor<T>& x, const Tensor<T>& w, const T* b
     for (int64_t n = n0; n < n1; ++n) {
       pad_planes(x.data() + n * g.C * g.HW(), g.C, g.H, g.W, p, wg, xp);
       for (int64_t grp = 0; grp < g.G; ++grp) {
-        const MatrixRef<T> A{w.data() + grp * Og * Kg, Kg, 1};
         Epilogue<T> ep;
         if (bias) ep.bias = {bias + grp * Og, 1, 0};
-        gemm_packed<T>(
-            Og, wg.J, Kg, T(1), [&](int64_t i0, int mr, int64_t k0, int64_t kc, T* dst) { pack_a_panel(A, i0, mr, k0, kc, dst); },
-            WideRowPacker<T>{xp + grp * Cg * wg.plane, off.data()}, T(0), cw, wg.J, ep, threads);
+        gemm_packed<T>(Og, wg.J, Kg, T(1), weights[size_t(grp)], WideRowPacker<T>{xp + grp * Cg * wg.plane, off.data()}, T(0),
+                       cw, wg.J, ep, threads);
         T* out = y.data() + (n * g.O + grp * Og) * g.OHW();
         for (int64_t o = 0; o < Og; ++o)
           for (int64_t oh = 0; oh < g.OH; ++oh)
@@ -300,10 +301,11 @@ Tensor<T> conv2d_forward_wide(const Tensor<T>& x, const Tensor<T>& w, const T* b
   return y;
 }
 
-/// acc[ob][kb] += sum_j g[ob][j] * x[kb * dw + j] over j < jv (a multiple of the vector width).
+/// acc[ob][kb] += sum_i sum_j g[i][ob][j] * x[i][kb * dw + j] over j < jv (a multiple of the
+/// vector width) and images i < nimg (g and x advance by gimg and ximg per image).
 template <class T, int OB, int KB>
-void correlate_rows(const T* __restrict g, int64_t gstride, const T* __restrict x, int64_t dw, int64_t jv,
-                    xsimd::batch<T>* acc, int64_t astride) {
+void correlate_rows(const T* __restrict g, int64_t gstride, const T* __restrict x, int64_t dw, int64_t jv, int64_t nimg,
+                    int64_t gimg, int64_t ximg, xsimd::batch<T>* acc, int64_t astride) {
   using V = xsimd::batch<T>;
   constexpr int64_t W = V::size;
   V a[OB][KB];
@@ -311,15 +313,17 @@ void correlate_rows(const T* __restrict g, int64_t gstride, const T* __restrict 
   for (int ob = 0; ob < OB; ++ob)
 #pragma GCC unroll 4
     for (int kb = 0; kb < KB; ++kb) a[ob][kb] = acc[ob * astride + kb];
-  for (int64_t j = 0; j < jv; j += W) {
-    V gv[OB];
+  for (int64_t i = 0; i < nimg; ++i, g += gimg, x += ximg) {
+    for (int64_t j = 0; j < jv; j += W) {
+      V gv[OB];
 #pragma GCC unroll 4
-    for (int ob = 0; ob < OB; ++ob) gv[ob] = V::load_aligned(g + ob * gstride + j);
+      for (int ob = 0; ob < OB; ++ob) gv[ob] = V::load_aligned(g + ob * gstride + j);
 #pragma GCC unroll 4
-    for (int kb = 0; kb < KB; ++kb) {
-      const V xv = V::load_unaligned(x + kb * dw + j);
+      for (int kb = 0; kb < KB; ++kb) {
+        const V xv = V::load_unaligned(x + kb * dw + j);
 #pragma GCC unroll 4
-      for (int ob = 0; ob < OB; ++ob) a[ob][kb] = xsimd::fma(gv[ob], xv, a[ob][kb]);
+        for (int ob = 0; ob < OB; ++ob) a[ob][kb] = xsimd::fma(gv[ob], xv, a[ob][kb]);
+      }
     }
   }
 #pragma GCC unroll 4
@@ -329,7 +333,8 @@ void correlate_rows(const T* __restrict g, int64_t gstride, const T* __restrict 
 }
 
 template <class T>
-using CorrelateFn = void (*)(const T*, int64_t, const T*, int64_t, int64_t, xsimd::batch<T>*, int64_t);
+using CorrelateFn = void (*)(const T*, int64_t, const T*, int64_t, int64_t, int64_t, int64_t, int64_t, xsimd::batch<T>*,
+                             int64_t);
 
 /// Register blocks of the correlation: up to kCorrOB output channels x 4 taps.
 inline constexpr int kCorrOB = GemmConfig<float>::kRegisters >= 32 ? 4 : 2;
@@ -344,7 +349,8 @@ CorrelateFn<T> correlate_kernel(int ob, int kb) {
 
 /// Stride-1 weight gradient: gw[o, c, ki, kj] = sum_n sum_j gyw[n, o, j] xp[n, c][off(ki, kj) + j],
 /// gyw being gy laid out on wide rows with zeros in the extra columns. Vector partial sums are
-/// kept per weight and reduced once at the end.
+/// kept per weight and reduced once at the end. (The zero columns meet real pixels: an infinite
+/// input can make more entries NaN than PyTorch's, 0 * inf; finite inputs give the same sums.)
 template <class T>
 Tensor<T> conv2d_weight_wide(const Tensor<T>& x, const Tensor<T>& gy, const Shape& weight_shape, const ConvGeometry& g,
                              const ConvParams& p) {
@@ -372,19 +378,30 @@ Tensor<T> conv2d_weight_wide(const Tensor<T>& x, const Tensor<T>& gy, const Shap
       const int64_t obn = std::min<int64_t>(kCorrOB, grp * Og + Og - ob0);
       std::fill(acc + ob0 * Cg * KK, acc + (ob0 + obn) * Cg * KK, V(T(0)));
     }
-    ScratchBuffer xpbuf(size_t(wg.size(g.C)) * sizeof(T)), gbuf(size_t(g.O * jv) * sizeof(T));
+    // Images are taken in chunks whose padded inputs and wide gradients fit in L2; each register
+    // block of partial sums then runs over the whole chunk.
+    const int64_t ximg = g.C * wg.plane, gimg = g.O * jv;
+    const int64_t nb_max = std::clamp<int64_t>((int64_t(512) << 10) / int64_t((ximg + gimg) * sizeof(T)), 1, std::max<int64_t>(n1 - n0, 1));
+    ScratchBuffer xpbuf(size_t(nb_max * ximg + wg.slack) * sizeof(T)), gbuf(size_t(nb_max * gimg) * sizeof(T) + 64);
     T* xp = xpbuf.as<T>();
     T* gw_rows = gbuf.as<T>();
-    for (int64_t n = n0; n < n1; ++n) {
-      pad_planes(x.data() + n * g.C * g.HW(), g.C, g.H, g.W, p, wg, xp);
-      std::fill(gw_rows, gw_rows + g.O * jv, T(0));
-      for (int64_t o = 0; o < g.O; ++o)
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-          const T* src = gy.data() + ((n * g.O + o) * g.OH + oh) * g.OW;
-          std::copy(src, src + g.OW, gw_rows + o * jv + oh * wg.Wp);
-        }
-      for (int64_t j0 = 0; j0 < jv; j0 += JB) {
-        const int64_t jn = std::min(JB, jv - j0);
+    for (int64_t nc = n0; nc < n1; nc += nb_max) {
+      const int64_t nb = std::min(nb_max, n1 - nc);
+      std::fill(gw_rows, gw_rows + nb * gimg, T(0));
+      for (int64_t i = 0; i < nb; ++i) {
+        const int64_t n = nc + i;
+        pad_planes(x.data() + n * g.C * g.HW(), g.C, g.H, g.W, p, wg, xp + i * ximg);
+        for (int64_t o = 0; o < g.O; ++o)
+          for (int64_t oh = 0; oh < g.OH; ++oh) {
+            const T* src = gy.data() + ((n * g.O + o) * g.OH + oh) * g.OW;
+            std::copy(src, src + g.OW, gw_rows + i * gimg + o * jv + oh * wg.Wp);
+          }
+      }
+      // Long rows (one image per chunk) are walked in column blocks so a block of gradient rows
+      // stays in L1 across the taps.
+      const int64_t jb = nb == 1 ? JB : jv;
+      for (int64_t j0 = 0; j0 < jv; j0 += jb) {
+        const int64_t jn = std::min(jb, jv - j0);
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t per_group = (Og + kCorrOB - 1) / kCorrOB;
           const int64_t grp = b / per_group, ob0 = grp * Og + (b % per_group) * kCorrOB;
@@ -394,7 +411,7 @@ Tensor<T> conv2d_weight_wide(const Tensor<T>& x, const Tensor<T>& gy, const Shap
               for (int64_t kj = 0; kj < g.KW; kj += 4) {
                 const int kb = int(std::min<int64_t>(4, g.KW - kj));
                 const T* xrow = xp + (grp * Cg + c) * wg.plane + ki * p.dilation.h * wg.Wp + kj * p.dilation.w + j0;
-                correlate_kernel<T>(obn, kb)(gw_rows + ob0 * jv + j0, jv, xrow, p.dilation.w, jn,
+                correlate_kernel<T>(obn, kb)(gw_rows + ob0 * jv + j0, jv, xrow, p.dilation.w, jn, nb, gimg, ximg,
                                              acc + (ob0 * Cg + c) * KK + ki * g.KW + kj, Cg * KK);
               }
         }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "../allocator.hpp"
 #include "../config.hpp"
@@ -282,6 +283,27 @@ void pack_b_panel(const MatrixRef<T>& Bm, int64_t j0, int nr, int64_t k0, int64_
       for (int j = 0; j < nr; ++j) dst[k * NR + j] = src[k * Bm.rs + j * Bm.cs];
   }
 }
+
+/// A matrix packed once into the A-panel layout of the built-in GEMM (panel p, all of K: K * mr
+/// values, k-major), for operands multiplied many times (convolution weights, once per image).
+/// As a PackA functor it copies the requested block.
+template <class T>
+class PrepackedA {
+ public:
+  PrepackedA(MatrixRef<T> A, int64_t M, int64_t K) : M_(M), K_(K), data_(empty_buffer(M, K)) {
+    constexpr int MR = GemmConfig<T>::MR;
+    for (int64_t i0 = 0; i0 < M; i0 += MR) pack_a_panel(A, i0, int(std::min<int64_t>(MR, M - i0)), 0, K, data_.data() + i0 * K);
+  }
+  void operator()(int64_t i0, int mr, int64_t k0, int64_t kc, T* dst) const {
+    const T* src = data_.data() + i0 * K_ + k0 * mr;
+    std::copy(src, src + kc * mr, dst);
+  }
+
+ private:
+  static std::vector<T> empty_buffer(int64_t M, int64_t K) { return std::vector<T>(size_t(M * K)); }
+  int64_t M_, K_;
+  std::vector<T> data_;
+};
 
 /// Scratch memory from the caching allocator, returned on scope exit (steady state: no page faults).
 class ScratchBuffer {
