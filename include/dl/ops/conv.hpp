@@ -229,31 +229,31 @@ inline WideGeometry wide_geometry(const ConvGeometry& g, const ConvParams& p) {
 
 inline bool use_wide(const ConvGeometry& g, const ConvParams& p) { return p.stride == Size2(1) && !is_pointwise(g, p); }
 
+/// dst[0:n] = src[0:n] for short rows, inline (a memmove call per 10-element row costs more than the copy).
+template <class T>
+DL_INLINE void copy_row(const T* __restrict src, int64_t n, T* __restrict dst) {
+  using V = xsimd::batch<T>;
+  constexpr int64_t W = V::size;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) V::load_unaligned(src + i).store_unaligned(dst + i);
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
 /// Copies C planes of H x W into xp's zero-padded planes.
 template <class T>
 void pad_planes(const T* x, int64_t C, int64_t H, int64_t W, const ConvParams& p, const WideGeometry& wg, T* xp) {
   std::fill(xp, xp + wg.size(C), T(0));
   for (int64_t c = 0; c < C; ++c)
-    for (int64_t ih = 0; ih < H; ++ih)
-      std::copy(x + (c * H + ih) * W, x + (c * H + ih + 1) * W, xp + c * wg.plane + (ih + p.padding.h) * wg.Wp + p.padding.w);
+    for (int64_t ih = 0; ih < H; ++ih) copy_row(x + (c * H + ih) * W, W, xp + c * wg.plane + (ih + p.padding.h) * wg.Wp + p.padding.w);
 }
 
-/// B panels of the wide-row product: row k of B is xp + off[k]. Panels need no zero padding:
-/// columns past N only feed outputs the micro-kernel never stores.
+/// B of the wide-row product: row k of B is xp + off[k], read in place by the micro-kernel (no
+/// packing; columns past N only feed outputs that are never stored).
 template <class T>
-struct WideRowPacker {
-  const T* xp;
+struct WideRows {
+  static constexpr bool direct_rows = true;
+  const T* base;
   const int64_t* off;
-
-  void operator()(int64_t j0, int /*nr*/, int64_t k0, int64_t kc, T* __restrict dst) const {
-    using V = xsimd::batch<T>;
-    constexpr int NR = gemm_nr<T>(), W = int(V::size);
-    for (int64_t k = 0; k < kc; ++k, dst += NR) {
-      const T* s = xp + off[k0 + k] + j0;
-#pragma GCC unroll 4
-      for (int v = 0; v < NR / W; ++v) V::load_unaligned(s + v * W).store_aligned(dst + v * W);
-    }
-  }
 };
 
 /// Row offsets off[(c, ki, kj)] of the taps in a padded image.
@@ -285,12 +285,11 @@ Tensor<T> conv2d_forward_wide(const Tensor<T>& x, const Tensor<T>& w, const T* b
       for (int64_t grp = 0; grp < g.G; ++grp) {
         Epilogue<T> ep;
         if (bias) ep.bias = {bias + grp * Og, 1, 0};
-        gemm_packed<T>(Og, wg.J, Kg, T(1), weights[size_t(grp)], WideRowPacker<T>{xp + grp * Cg * wg.plane, off.data()}, T(0),
+        gemm_packed<T>(Og, wg.J, Kg, T(1), weights[size_t(grp)], WideRows<T>{xp + grp * Cg * wg.plane, off.data()}, T(0),
                        cw, wg.J, ep, threads);
         T* out = y.data() + (n * g.O + grp * Og) * g.OHW();
         for (int64_t o = 0; o < Og; ++o)
-          for (int64_t oh = 0; oh < g.OH; ++oh)
-            std::copy(cw + o * wg.J + oh * wg.Wp, cw + o * wg.J + oh * wg.Wp + g.OW, out + (o * g.OH + oh) * g.OW);
+          for (int64_t oh = 0; oh < g.OH; ++oh) copy_row(cw + o * wg.J + oh * wg.Wp, g.OW, out + (o * g.OH + oh) * g.OW);
       }
     }
   };
@@ -317,10 +316,14 @@ void correlate_rows(const T* __restrict g, int64_t gstride, const T* __restrict 
     for (int64_t j = 0; j < jv; j += W) {
       V gv[OB];
 #pragma GCC unroll 4
-      for (int ob = 0; ob < OB; ++ob) gv[ob] = V::load_aligned(g + ob * gstride + j);
+      for (int ob = 0; ob < OB; ++ob) {
+        gv[ob] = V::load_aligned(g + ob * gstride + j);
+        keep_in_register(gv[ob]);
+      }
 #pragma GCC unroll 4
       for (int kb = 0; kb < KB; ++kb) {
-        const V xv = V::load_unaligned(x + kb * dw + j);
+        V xv = V::load_unaligned(x + kb * dw + j);
+        keep_in_register(xv);
 #pragma GCC unroll 4
         for (int ob = 0; ob < OB; ++ob) a[ob][kb] = xsimd::fma(gv[ob], xv, a[ob][kb]);
       }
@@ -336,15 +339,17 @@ template <class T>
 using CorrelateFn = void (*)(const T*, int64_t, const T*, int64_t, int64_t, int64_t, int64_t, int64_t, xsimd::batch<T>*,
                              int64_t);
 
-/// Register blocks of the correlation: up to kCorrOB output channels x 4 taps.
+/// Register blocks of the correlation: up to kCorrOB output channels x kCorrKB taps of a kernel
+/// row (4 x 6 accumulators + 5 operands fit AVX-512's 32 registers).
 inline constexpr int kCorrOB = GemmConfig<float>::kRegisters >= 32 ? 4 : 2;
+inline constexpr int kCorrKB = GemmConfig<float>::kRegisters >= 32 ? 6 : 4;
 
 template <class T>
 CorrelateFn<T> correlate_kernel(int ob, int kb) {
   static constexpr auto table = []<int... I>(std::integer_sequence<int, I...>) {
-    return std::array<CorrelateFn<T>, sizeof...(I)>{&correlate_rows<T, I / 4 + 1, I % 4 + 1>...};
-  }(std::make_integer_sequence<int, kCorrOB * 4>{});
-  return table[size_t((ob - 1) * 4 + (kb - 1))];
+    return std::array<CorrelateFn<T>, sizeof...(I)>{&correlate_rows<T, I / kCorrKB + 1, I % kCorrKB + 1>...};
+  }(std::make_integer_sequence<int, kCorrOB * kCorrKB>{});
+  return table[size_t((ob - 1) * kCorrKB + (kb - 1))];
 }
 
 /// Stride-1 weight gradient: gw[o, c, ki, kj] = sum_n sum_j gyw[n, o, j] xp[n, c][off(ki, kj) + j],
@@ -393,13 +398,14 @@ Tensor<T> conv2d_weight_wide(const Tensor<T>& x, const Tensor<T>& gy, const Shap
         pad_planes(x.data() + n * g.C * g.HW(), g.C, g.H, g.W, p, wg, xp + i * ximg);
         for (int64_t o = 0; o < g.O; ++o)
           for (int64_t oh = 0; oh < g.OH; ++oh) {
-            const T* src = gy.data() + ((n * g.O + o) * g.OH + oh) * g.OW;
-            std::copy(src, src + g.OW, gw_rows + i * gimg + o * jv + oh * wg.Wp);
+            copy_row(gy.data() + ((n * g.O + o) * g.OH + oh) * g.OW, g.OW, gw_rows + i * gimg + o * jv + oh * wg.Wp);
           }
       }
       // Long rows (one image per chunk) are walked in column blocks so a block of gradient rows
       // stays in L1 across the taps.
       const int64_t jb = nb == 1 ? JB : jv;
+      // Taps of a kernel row in even chunks of at most kCorrKB (7 -> 4 + 3, not 6 + 1).
+      const int64_t kb_step = (g.KW + (g.KW + kCorrKB - 1) / kCorrKB - 1) / ((g.KW + kCorrKB - 1) / kCorrKB);
       for (int64_t j0 = 0; j0 < jv; j0 += jb) {
         const int64_t jn = std::min(jb, jv - j0);
         for (int64_t b = b0; b < b1; ++b) {
@@ -408,8 +414,8 @@ Tensor<T> conv2d_weight_wide(const Tensor<T>& x, const Tensor<T>& gy, const Shap
           const int obn = int(std::min<int64_t>(kCorrOB, grp * Og + Og - ob0));
           for (int64_t c = 0; c < Cg; ++c)
             for (int64_t ki = 0; ki < g.KH; ++ki)
-              for (int64_t kj = 0; kj < g.KW; kj += 4) {
-                const int kb = int(std::min<int64_t>(4, g.KW - kj));
+              for (int64_t kj = 0; kj < g.KW; kj += kb_step) {
+                const int kb = int(std::min<int64_t>(kb_step, g.KW - kj));
                 const T* xrow = xp + (grp * Cg + c) * wg.plane + ki * p.dilation.h * wg.Wp + kj * p.dilation.w + j0;
                 correlate_kernel<T>(obn, kb)(gw_rows + ob0 * jv + j0, jv, xrow, p.dilation.w, jn, nb, gimg, ximg,
                                              acc + (ob0 * Cg + c) * KK + ki * g.KW + kj, Cg * KK);

@@ -106,6 +106,17 @@ inline std::atomic<int>& gemm_backend_slot() {
   return b;
 }
 
+/// Pins a SIMD value in a register: without it GCC re-loads operands used by several FMAs from
+/// memory (folding the load into each FMA), which makes load-heavy kernels load-bound.
+template <class V>
+DL_INLINE void keep_in_register(V& v) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  asm("" : "+v"(v.data));
+#else
+  (void)v;
+#endif
+}
+
 /// Blocking parameters of the built-in GEMM. The micro-kernel holds an MR x NR tile of C in
 /// registers (NR = two SIMD vectors, MR rows broadcast from A): 12 x 32 floats = 24 zmm registers
 /// with AVX-512 (32 registers), 6 x 16 with AVX2 (16 registers). KC keeps an MR x KC panel of A in
@@ -133,10 +144,12 @@ template <class T>
 constexpr int gemm_nr() { return GemmConfig<T>::NR; }
 
 /// The micro-kernel: C[0:mr, 0:nr] = alpha * Ap @ Bp + beta * C over kc steps, where Ap holds
-/// MR_ values per k (one panel of A) and Bp NR values per k (one panel of B, zero padded).
-template <class T, int MR_>
-void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* c, int64_t ldc, T alpha, T beta,
-                  int nr) {
+/// MR_ values per k (one panel of A) and Bp NR values per k: a packed panel (b + k * NR), or with
+/// kRows a row of memory read in place (b + off[k]), for operands whose rows are already
+/// contiguous (wide-row convolution). Columns past nr are computed and never stored.
+template <class T, int MR_, bool kRows>
+void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, const int64_t* __restrict off, T* c,
+                  int64_t ldc, T alpha, T beta, int nr) {
   using Cfg = GemmConfig<T>;
   using B = typename Cfg::B;
   constexpr int W = Cfg::W, NV = Cfg::NV, NR = Cfg::NR;
@@ -147,8 +160,9 @@ void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* c
     for (int v = 0; v < NV; ++v) acc[i][v] = B(T(0));
   for (int64_t k = 0; k < kc; ++k) {
     B bv[NV];
+    const T* bk = kRows ? b + off[k] : b;
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = B::load_aligned(b + v * W);
+    for (int v = 0; v < NV; ++v) bv[v] = kRows ? B::load_unaligned(bk + v * W) : B::load_aligned(bk + v * W);
 #pragma GCC unroll 16
     for (int i = 0; i < MR_; ++i) {
       const B ai(a[i]);
@@ -156,7 +170,7 @@ void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* c
       for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
     }
     a += MR_;
-    b += NR;
+    if constexpr (!kRows) b += NR;
   }
   const B va(alpha);
   if (nr == NR) {
@@ -187,17 +201,26 @@ void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* c
 }
 
 template <class T>
-using MicroKernel = void (*)(int64_t, const T*, const T*, T*, int64_t, T, T, int);
+using MicroKernel = void (*)(int64_t, const T*, const T*, const int64_t*, T*, int64_t, T, T, int);
 
 /// kernels[mr] handles a panel of mr rows (1 <= mr <= MR): edge panels run a smaller kernel
 /// instead of multiplying zero padding.
-template <class T>
+template <class T, bool kRows>
 const MicroKernel<T>* micro_kernels() {
   static constexpr auto table = []<int... I>(std::integer_sequence<int, I...>) {
-    return std::array<MicroKernel<T>, sizeof...(I) + 1>{nullptr, &micro_kernel<T, I + 1>...};
+    return std::array<MicroKernel<T>, sizeof...(I) + 1>{nullptr, &micro_kernel<T, I + 1, kRows>...};
   }(std::make_integer_sequence<int, GemmConfig<T>::MR>{});
   return table.data();
 }
+
+/// A PackB functor whose operand rows are contiguous in memory says so with `direct_rows`: the
+/// driver then skips packing B and the kernel reads row k at rows.base + j0 + rows.off[k].
+template <class P>
+concept direct_rows_packer = requires(const P& p) {
+  p.base;
+  p.off;
+  requires P::direct_rows;
+};
 
 template <class T, class Act>
 void Epilogue<T, Act>::apply(T* c, int64_t ldc, int64_t i0, int64_t j0, int64_t m, int64_t n) const {
@@ -378,9 +401,10 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
   // A is double buffered: a thread may pack the next A block while another still multiplies
   // with the current one, so one barrier per block suffices.
   const size_t a_elems = size_t(MC * KC) + 64 / sizeof(T);
-  ScratchBuffer abuf(2 * a_elems * sizeof(T)), bbuf(size_t(NCB * KC) * sizeof(T) + 64);
+  ScratchBuffer abuf(2 * a_elems * sizeof(T)), bbuf(direct_rows_packer<PackB> ? 0 : size_t(NCB * KC) * sizeof(T) + 64);
   T* const bp = bbuf.as<T>();
-  const MicroKernel<T>* kernels = micro_kernels<T>();
+  constexpr bool direct_b = direct_rows_packer<PackB>;
+  const MicroKernel<T>* kernels = micro_kernels<T, direct_b>();
 
   auto body = [&](int tid, auto&& barrier) {
     const int ti = tid / tn, tj = tid % tn;
@@ -402,13 +426,13 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
           // The B panels of this thread's column group, shared by its tm row threads. With
           // tm == 1 they are private: the next pass may overwrite them without waiting (panels
           // sit at a fixed stride of KC, so a shorter last block never shifts into a neighbour's).
-          if (tm > 1 && jc > 0) barrier();
-          {
+          if (tm > 1 && jc > 0 && !direct_b) barrier();
+          if constexpr (!direct_b) {
             const auto [q0, q1] = split_range(b1 - b0, tm, ti);
             for (int64_t p = b0 + q0; p < b0 + q1; ++p)
               pack_b(jc + p * NR, int(std::min<int64_t>(NR, ncb - p * NR)), pc, kc, bp + p * NR * KC);
           }
-          if (tm > 1 || jc == 0) barrier();
+          if ((tm > 1 && !direct_b) || jc == 0) barrier();
           const auto [a0, a1] = split_range(mpb, tm, ti);
           for (int64_t ir = a0; ir < a1; ++ir) {
             const int mr = int(std::min<int64_t>(MR, mc - ir * MR));
@@ -416,13 +440,16 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
             for (int64_t jr = b0; jr < b1; ++jr) {
               const int nr = int(std::min<int64_t>(NR, ncb - jr * NR));
               T* c = C + (ic + ir * MR) * ldc + jc + jr * NR;
-              kernels[mr](kc, a, bp + jr * NR * KC, c, ldc, alpha, first ? beta : T(1), nr);
+              if constexpr (direct_b)
+                kernels[mr](kc, a, pack_b.base + jc + jr * NR, pack_b.off + pc, c, ldc, alpha, first ? beta : T(1), nr);
+              else
+                kernels[mr](kc, a, bp + jr * NR * KC, nullptr, c, ldc, alpha, first ? beta : T(1), nr);
               if (last && ep.active()) ep.apply(C, ldc, ic + ir * MR, jc + jr * NR, mr, nr);
             }
           }
         }
         // B of the next block must not overwrite panels another row thread still reads.
-        if (tm > 1) barrier();
+        if (tm > 1 && !direct_b) barrier();
       }
     }
   };
