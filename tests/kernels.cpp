@@ -540,6 +540,22 @@ TEST_CASE_TEMPLATE("conv1d and conv_transpose2d", T, float, double) {
   }
 }
 
+TEST_CASE("dl::nn::grad::conv2d_input / conv2d_weight equal the backward of conv2d") {
+  auto x = leaf(det<double>({2, 4, 7, 6}, 1));
+  auto w = leaf(det<double>({6, 2, 3, 2}, 2));
+  auto y = F::conv2d(x, w, {}, {2, 1}, 1, {1, 2}, 2);
+  const auto gy = det<double>(y.shape(), 3);
+  y.backward(gy);
+  const auto gx = dl::nn::grad::conv2d_input(x.shape(), w.detach(), gy, {2, 1}, 1, {1, 2}, 2);
+  const auto gw = dl::nn::grad::conv2d_weight(x.detach(), w.shape(), gy, {2, 1}, 1, {1, 2}, 2);
+  double ex = 0, ew = 0;
+  for (int64_t i = 0; i < gx.numel(); ++i) ex = std::max(ex, std::abs(gx.data()[i] - x.grad().data()[i]));
+  for (int64_t i = 0; i < gw.numel(); ++i) ew = std::max(ew, std::abs(gw.data()[i] - w.grad().data()[i]));
+  CHECK(ex < 1e-12);
+  CHECK(ew < 1e-12);
+  CHECK_THROWS_AS(dl::nn::grad::conv2d_input(Shape{2, 4, 7, 6}, w.detach(), gy, 1), dl::Error);
+}
+
 TEST_CASE("conv2d accepts unbatched input and elementwise expressions") {
   auto x = det<float>({3, 6, 6}, 1);
   auto w = det<float>({2, 3, 3, 3}, 2);
@@ -753,4 +769,5 @@ TEST_CASE("empty dimensions") {
   CHECK(F::conv2d(z({1, 0, 5, 5}), z({4, 0, 3, 3}), dl::ones<float>({4})).sum().item() == 36.0f);
   CHECK(F::max_pool2d(z({0, 3, 5, 5}), 2).shape() == Shape{0, 3, 2, 2});
   CHECK(dl::bmm(z({0, 2, 3}), z({0, 3, 4})).shape() == Shape{0, 2, 4});
+  CHECK(dl::matmul(z({2, 3, 0}), z({0, 5})).shape() == Shape{2, 3, 5});
 }

@@ -1,6 +1,7 @@
 // dl/nn/functional.hpp — dl::nn::functional (F in samples): the stateless layer functions on the
 // CPU kernels — linear (with a fused activation), conv1d, conv2d, conv_transpose2d, max/avg and
-// adaptive pooling — with PyTorch's argument order, defaults and shape checks.
+// adaptive pooling — with PyTorch's argument order, defaults and shape checks; and dl::nn::grad,
+// the convolution gradients as functions (torch.nn.grad.conv2d_input / conv2d_weight).
 #pragma once
 
 #include <optional>
@@ -267,3 +268,31 @@ Tensor<T> adaptive_max_pool2d(const E& input, Size2 output_size) {
 }
 
 }  // namespace dl::nn::functional
+
+namespace dl::nn::grad {
+
+/// The gradient of conv2d with respect to its input (PyTorch's torch.nn.grad.conv2d_input):
+/// input_shape [N, C, H, W], weight [O, C / groups, kH, kW], grad_output [N, O, OH, OW].
+/// Differentiable (its backward is conv2d and conv2d_weight).
+template <class T>
+Tensor<T> conv2d_input(const Shape& input_shape, const Tensor<T>& weight, const Tensor<T>& grad_output, Size2 stride = 1,
+                       Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1) {
+  const dl::detail::ConvParams p{stride, padding, dilation, groups};
+  const auto g = dl::detail::conv2d_geometry(input_shape, weight.shape(), Tensor<T>(), p);
+  DL_CHECK(grad_output.shape() == Shape({g.N, g.O, g.OH, g.OW}), "conv2d_input: grad_output of shape ", grad_output.shape(),
+           " does not match the convolution's output shape [", g.N, ", ", g.O, ", ", g.OH, ", ", g.OW, "]");
+  return dl::detail::conv2d_input_op(grad_output, weight, input_shape, p);
+}
+
+/// The gradient of conv2d with respect to its weight (torch.nn.grad.conv2d_weight).
+template <class T>
+Tensor<T> conv2d_weight(const Tensor<T>& input, const Shape& weight_shape, const Tensor<T>& grad_output, Size2 stride = 1,
+                        Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1) {
+  const dl::detail::ConvParams p{stride, padding, dilation, groups};
+  const auto g = dl::detail::conv2d_geometry(input.shape(), weight_shape, Tensor<T>(), p);
+  DL_CHECK(grad_output.shape() == Shape({g.N, g.O, g.OH, g.OW}), "conv2d_weight: grad_output of shape ", grad_output.shape(),
+           " does not match the convolution's output shape [", g.N, ", ", g.O, ", ", g.OH, ", ", g.OW, "]");
+  return dl::detail::conv2d_weight_op(input, grad_output, weight_shape, p);
+}
+
+}  // namespace dl::nn::grad

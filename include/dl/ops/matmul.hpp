@@ -320,7 +320,7 @@ Tensor<expr::value_type_t<A>> matmul(const A& a_, const B& b_) {
   if (d1 == 1 && d2 == 2) return mm(a.unsqueeze(0), b).squeeze(0);
   if (d1 == 2 && d2 == 2) return mm(a, b);
   const int64_t K = a.size(-1), Kb = d2 == 1 ? b.size(0) : b.size(-2);
-  if (d1 >= 3 && d2 <= 2 && detail::can_fold(a, d1 - 1)) {
+  if (d1 >= 3 && d2 <= 2 && K > 0 && detail::can_fold(a, d1 - 1)) {
     // (..., M, K) @ (K, N): one matrix product over all rows, as a view.
     DL_CHECK(K == Kb, "mat1 and mat2 shapes cannot be multiplied (", numel(a.shape()) / std::max<int64_t>(K, 1), "x", K,
              " and ", b.size(0), "x", d2 == 2 ? b.size(1) : 1, ")");
