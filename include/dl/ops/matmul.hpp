@@ -217,6 +217,37 @@ Tensor<T> matmul_nd(const Tensor<T>& a, const Tensor<T>& b, const char* name) {
   }, a, b);
 }
 
+/// s * t, or t itself when s == 1 (differentiable). Backward rules scale with this one
+/// expression type only: each distinct expression costs every translation unit compile time.
+template <class T>
+Tensor<T> scaled(const Tensor<T>& t, T s) {
+  return s == T(1) ? t : Tensor<T>(t * s);
+}
+
+/// Outer product u v^T of two vectors as a K = 1 matrix product (differentiable).
+template <class T>
+Tensor<T> outer(const Tensor<T>& u, const Tensor<T>& v, const char* name) {
+  return matmul_nd(u.unsqueeze(1), v.unsqueeze(0), name);
+}
+
+/// out = s * x broadcast to out's shape (out contiguous), without an expression.
+template <class T>
+void fill_scaled(const Tensor<T>& out, const Tensor<T>& x, T s) {
+  const Strides st = broadcast_strides(x.shape(), x.strides(), out.shape());
+  const int nd = out.dim();
+  const int64_t n = out.numel();
+  int64_t idx[kMaxDims] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off = 0;
+    for (int d = 0; d < nd; ++d) off += idx[d] * st[d];
+    out.data()[i] = s * x.data()[off];
+    for (int d = nd - 1; d >= 0; --d) {
+      if (++idx[d] < out.shape()[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 template <class T>
 Tensor<T> mv_impl(const Tensor<T>& mat, const Tensor<T>& vec) {
   DL_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got 1, ", mat.dim(), ", ", vec.dim());
@@ -225,7 +256,7 @@ Tensor<T> mv_impl(const Tensor<T>& mat, const Tensor<T>& vec) {
   gemv(mat.size(0), mat.size(1), T(1), matrix_ref(mat), vec.data(), vec.stride(0), T(0), out.data());
   return record_kernel(out, "MvBackward", {mat, vec}, [](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
     std::vector<TensorImplPtr> r(2);
-    if (needs[0]) r[0] = Tensor<T>(g.unsqueeze(1) * s[1].unsqueeze(0)).impl();
+    if (needs[0]) r[0] = outer(g, s[1], "MvBackward").impl();
     if (needs[1]) r[1] = mv_impl(s[0].t(), g).impl();
     return r;
   }, mat, vec);
@@ -240,8 +271,9 @@ Tensor<T> dot_impl(const Tensor<T>& a, const Tensor<T>& b) {
   *out.data() = dot_kernel(a.numel(), a.data(), a.stride(0), b.data(), b.stride(0));
   return record_kernel(out, "DotBackward", {a, b}, [](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
     std::vector<TensorImplPtr> r(2);
-    if (needs[0]) r[0] = Tensor<T>(s[1] * g).impl();
-    if (needs[1]) r[1] = Tensor<T>(s[0] * g).impl();
+    const Tensor<T> g1 = g.reshape({1});  // a 1-vector, so g * b is an outer product
+    if (needs[0]) r[0] = outer(g1, s[1], "DotBackward").reshape(s[1].shape()).impl();
+    if (needs[1]) r[1] = outer(g1, s[0], "DotBackward").reshape(s[0].shape()).impl();
     return r;
   }, a, b);
 }
@@ -365,15 +397,9 @@ Tensor<expr::value_type_t<A>> addmm(const S& self_, const A& mat1, const B& mat2
   detail::gemm(M, N, a.size(1), alpha, detail::matrix_ref(a), detail::matrix_ref(b), T(0), out.data(), N, ep);
   return detail::record_kernel(out, "AddmmBackward", {a, b}, [beta, alpha, shape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
     std::vector<TensorImplPtr> r(3);
-    if (needs[0]) r[0] = detail::sum_to(beta == T(1) ? g : Tensor<T>(g * beta), shape).impl();
-    if (needs[1]) {
-      Tensor<T> ga = detail::matmul_nd(g, s[1].t(), "MmBackward");
-      r[1] = (alpha == T(1) ? ga : Tensor<T>(ga * alpha)).impl();
-    }
-    if (needs[2]) {
-      Tensor<T> gb = detail::matmul_nd(s[0].t(), g, "MmBackward");
-      r[2] = (alpha == T(1) ? gb : Tensor<T>(gb * alpha)).impl();
-    }
+    if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), shape).impl();
+    if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(g, s[1].t(), "MmBackward"), alpha).impl();
+    if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].t(), g, "MmBackward"), alpha).impl();
     return r;
   }, self, a, b);
 }
@@ -385,27 +411,32 @@ Tensor<expr::value_type_t<A>> addmv(const S& self_, const A& mat, const B& vec, 
   const auto self = detail::materialize(self_);
   const auto m = detail::materialize(mat);
   const auto v = detail::materialize(vec);
-  const Tensor<T> prod = detail::mv_impl(m, v);
-  detail::check_expandable(self.shape(), prod.shape());
+  DL_CHECK(m.dim() == 2 && v.dim() == 1, "vector + matrix @ vector expected, got ", self.dim(), ", ", m.dim(), ", ", v.dim());
+  DL_CHECK(m.size(1) == v.size(0), "size mismatch, got ", m.size(0), ", ", m.size(0), "x", m.size(1), ",", v.size(0));
+  detail::check_expandable(self.shape(), {m.size(0)});
   const T beta = T(beta_), alpha = T(alpha_);
-  if (beta == T(0)) return alpha == T(1) ? prod : Tensor<T>(prod * alpha);
-  return Tensor<T>(self * beta + prod * alpha);
+  Tensor<T> out = empty<T>({m.size(0)});
+  if (beta != T(0)) detail::fill_scaled(out, self, beta);
+  detail::gemv(m.size(0), m.size(1), alpha, detail::matrix_ref(m), v.data(), v.stride(0), beta != T(0) ? T(1) : T(0), out.data());
+  return detail::record_kernel(out, "AddmvBackward", {m, v}, [beta, alpha, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
+    std::vector<TensorImplPtr> r(3);
+    if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
+    if (needs[1]) r[1] = detail::scaled(detail::outer(g, s[1], "AddmvBackward"), alpha).impl();
+    if (needs[2]) r[2] = detail::scaled(detail::mv_impl(s[0].t(), g), alpha).impl();
+    return r;
+  }, self, m, v);
 }
 
 template <expression S, expression A, expression B>
-Tensor<expr::value_type_t<A>> addr(const S& self_, const A& vec1, const B& vec2, double beta_, double alpha_) {
+Tensor<expr::value_type_t<A>> addr(const S& self_, const A& vec1, const B& vec2, double beta, double alpha) {
   detail::check_product_types<A, B>("addr");
-  using T = expr::value_type_t<A>;
   const auto self = detail::materialize(self_);
   const auto v1 = detail::materialize(vec1);
   const auto v2 = detail::materialize(vec2);
   DL_CHECK(v1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", v1.dim(), "-D");
   DL_CHECK(v2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", v2.dim(), "-D");
-  detail::check_expandable(self.shape(), {v1.size(0), v2.size(0)});
-  const T beta = T(beta_), alpha = T(alpha_);
-  const auto outer = v1.unsqueeze(1) * v2.unsqueeze(0) * alpha;
-  if (beta == T(0)) return Tensor<T>(outer);
-  return Tensor<T>(self * beta + outer);
+  // The outer product is a K = 1 matrix product: addmm's kernel, epilogue and backward rule.
+  return addmm(self, v1.unsqueeze(1), v2.unsqueeze(0), beta, alpha);
 }
 
 template <expression S, expression A, expression B>
@@ -422,14 +453,14 @@ Tensor<expr::value_type_t<A>> baddbmm(const S& self_, const A& batch1, const B& 
   Tensor<T> out = empty<T>(shape);
   {
     NoGradGuard no_grad;
-    if (beta != T(0)) out.copy_(self * beta);
+    if (beta != T(0)) detail::fill_scaled(out, self, beta);
     detail::batched_gemm(a, b, out, alpha, beta != T(0) ? T(1) : T(0));
   }
   return detail::record_kernel(out, "BaddbmmBackward", {a, b}, [beta, alpha, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
     std::vector<TensorImplPtr> r(3);
-    if (needs[0]) r[0] = detail::sum_to(Tensor<T>(g * beta), sshape).impl();
-    if (needs[1]) r[1] = Tensor<T>(detail::matmul_nd(g, s[1].transpose(1, 2), "BmmBackward") * alpha).impl();
-    if (needs[2]) r[2] = Tensor<T>(detail::matmul_nd(s[0].transpose(1, 2), g, "BmmBackward") * alpha).impl();
+    if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
+    if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(g, s[1].transpose(1, 2), "BmmBackward"), alpha).impl();
+    if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].transpose(1, 2), g, "BmmBackward"), alpha).impl();
     return r;
   }, self, a, b);
 }
@@ -448,8 +479,8 @@ Tensor<expr::value_type_t<A>> addbmm(const S& self_, const A& batch1, const B& b
   Tensor<T> out = empty<T>({M, N});
   {
     NoGradGuard no_grad;
-    if (beta != T(0)) out.copy_(self * beta);
-    else out.zero_();
+    if (beta != T(0)) detail::fill_scaled(out, self, beta);
+    else std::fill(out.data(), out.data() + out.numel(), T(0));
     // Accumulated product by product into the one output (each product uses all threads).
     for (int64_t i = 0; i < nb; ++i)
       detail::gemm(M, N, K, alpha, detail::matrix_ref(a[i]), detail::matrix_ref(b[i]), T(1), out.data(), N);
@@ -457,9 +488,9 @@ Tensor<expr::value_type_t<A>> addbmm(const S& self_, const A& batch1, const B& b
   return detail::record_kernel(out, "AddbmmBackward", {a, b}, [beta, alpha, nb, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
     std::vector<TensorImplPtr> r(3);
     const Tensor<T> gb = g.unsqueeze(0).expand({nb, g.size(0), g.size(1)});
-    if (needs[0]) r[0] = detail::sum_to(Tensor<T>(g * beta), sshape).impl();
-    if (needs[1]) r[1] = Tensor<T>(detail::matmul_nd(gb, s[1].transpose(1, 2), "BmmBackward") * alpha).impl();
-    if (needs[2]) r[2] = Tensor<T>(detail::matmul_nd(s[0].transpose(1, 2), gb, "BmmBackward") * alpha).impl();
+    if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
+    if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(gb, s[1].transpose(1, 2), "BmmBackward"), alpha).impl();
+    if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].transpose(1, 2), gb, "BmmBackward"), alpha).impl();
     return r;
   }, self, a, b);
 }
