@@ -690,6 +690,12 @@ TEST_CASE("gradients by central differences (double)") {
     gradcheck([](const V& in) { return F::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); },
               {det<double>({2, 4, 6, 7}, 1), det<double>({6, 2, 3, 2}, 2), det<double>({6}, 3)});
   }
+  SUBCASE("stride-1 input gradients: flipped weights, scattered taps (padding beyond the kernel), dilation") {
+    gradcheck([](const V& in) { return F::conv2d(in[0], in[1], in[2], 1, {2, 1}, {1, 2}); },
+              {det<double>({2, 3, 6, 7}, 1), det<double>({4, 3, 3, 2}, 2), det<double>({4}, 3)});
+    gradcheck([](const V& in) { return F::conv2d(in[0], in[1], {}, 1, 1); }, {det<double>({1, 2, 4, 5}, 4), det<double>({3, 2, 1, 1}, 5)});
+    gradcheck([](const V& in) { return F::conv2d(in[0], in[1]); }, {det<double>({2, 2, 9, 8}, 6), det<double>({3, 2, 5, 5}, 7)});
+  }
   SUBCASE("conv_transpose2d and conv1d") {
     gradcheck([](const V& in) { return F::conv_transpose2d(in[0], in[1], in[2], 2, 1, 1, 2); },
               {det<double>({1, 4, 3, 3}, 1), det<double>({4, 1, 3, 3}, 2), det<double>({2}, 3)});

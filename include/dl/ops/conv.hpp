@@ -229,14 +229,27 @@ inline WideGeometry wide_geometry(const ConvGeometry& g, const ConvParams& p) {
 
 inline bool use_wide(const ConvGeometry& g, const ConvParams& p) { return p.stride == Size2(1) && !is_pointwise(g, p); }
 
-/// dst[0:n] = src[0:n] for short rows, inline (a memmove call per 10-element row costs more than the copy).
+/// dst[0:n] = src[0:n] for short rows, inline: a memmove call per 10-element row costs more than
+/// the copy (and GCC turns a plain tail loop into one), so the tail is a masked vector copy.
 template <class T>
 DL_INLINE void copy_row(const T* __restrict src, int64_t n, T* __restrict dst) {
   using V = xsimd::batch<T>;
   constexpr int64_t W = V::size;
   int64_t i = 0;
   for (; i + W <= n; i += W) V::load_unaligned(src + i).store_unaligned(dst + i);
-  for (; i < n; ++i) dst[i] = src[i];
+  if (i == n) return;
+#if defined(__AVX512F__)
+  const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+  if constexpr (std::is_same_v<T, float>)
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+  else
+    _mm512_mask_storeu_pd(dst + i, __mmask8(m), _mm512_maskz_loadu_pd(__mmask8(m), src + i));
+#else
+  for (; i < n; ++i) {
+    dst[i] = src[i];
+    asm volatile("" : "+r"(i));  // keeps the loop from becoming a memmove call
+  }
+#endif
 }
 
 /// Copies C planes of H x W into xp's zero-padded planes.
@@ -522,13 +535,78 @@ void col2im(const T* col, const ConvGeometry& g, const ConvParams& p, T* img, in
   }
 }
 
+/// Stride-1 input gradient by scattering the taps: per image and group, P = W_g^T gyw (one row
+/// per tap (c, ki, kj), gyw being gy on wide rows of the padded input's width with zero extra
+/// columns), then each row of P is added along the padded input at the tap's offset, and the
+/// padding is cropped. It multiplies no zero padding, unlike the flipped-weight convolution.
+template <class T>
+Tensor<T> conv2d_input_scatter(const Tensor<T>& gy, const Tensor<T>& w, const ConvGeometry& g, const ConvParams& p) {
+  constexpr int64_t NR = gemm_nr<T>();
+  const WideGeometry wg = wide_geometry(g, p);
+  const int64_t Og = g.Og(), Cg = g.Cg(), Kg = g.Kg(), J = wg.J;
+  Tensor<T> gx = empty<T>({g.N, g.C, g.H, g.W});
+  std::vector<PrepackedA<T>> weights_t;  // W_g^T: [Kg, Og] per group
+  for (int64_t grp = 0; grp < g.G; ++grp) weights_t.emplace_back(MatrixRef<T>{w.data() + grp * Og * Kg, 1, Kg}, Kg, Og);
+  std::vector<int64_t> row_off(static_cast<size_t>(Og));
+  for (int64_t o = 0; o < Og; ++o) row_off[size_t(o)] = o * J;
+  const std::vector<int64_t> tap = tap_offsets(Cg, g, p, wg);
+  auto run = [&](int64_t n0, int64_t n1, int threads) {
+    ScratchBuffer gbuf(size_t(g.O * J + NR) * sizeof(T)), pbuf(size_t(Kg * J) * sizeof(T)), xbuf(size_t(wg.size(Cg)) * sizeof(T));
+    T* gyw = gbuf.as<T>();
+    T* P = pbuf.as<T>();
+    T* xp = xbuf.as<T>();
+    std::fill(gyw, gyw + g.O * J + NR, T(0));
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t o = 0; o < g.O; ++o)
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+          copy_row(gy.data() + ((n * g.O + o) * g.OH + oh) * g.OW, g.OW, gyw + o * J + oh * wg.Wp);
+      for (int64_t grp = 0; grp < g.G; ++grp) {
+        gemm_packed<T>(Kg, J, Og, T(1), weights_t[size_t(grp)], WideRows<T>{gyw + grp * Og * J, row_off.data()}, T(0), P, J,
+                       Epilogue<T>{}, threads);
+        // Rows of P reach past their plane only with zeros (extra columns): clipping them at the
+        // plane's end keeps channels independent, so they may run in parallel.
+        auto scatter = [&](int64_t c0, int64_t c1) {
+          for (int64_t c = c0; c < c1; ++c) {
+            T* plane = xp + c * wg.plane;
+            std::fill(plane, plane + wg.plane, T(0));
+            for (int64_t r = c * g.KH * g.KW; r < (c + 1) * g.KH * g.KW; ++r) {
+              const int64_t o = tap[size_t(r)] - c * wg.plane;
+              add_into(plane + o, P + r * J, std::min(J, wg.plane - o));
+            }
+            T* out = gx.data() + (n * g.C + grp * Cg + c) * g.HW();
+            for (int64_t ih = 0; ih < g.H; ++ih) copy_row(plane + (ih + p.padding.h) * wg.Wp + p.padding.w, g.W, out + ih * g.W);
+          }
+        };
+        if (threads == 1) scatter(0, Cg);
+        else parallel_for(0, Cg, 1, scatter);
+      }
+    }
+  };
+  if (g.N > 1 && get_num_threads() > 1 && !in_parallel_region())
+    parallel_for(0, g.N, 1, [&](int64_t n0, int64_t n1) { run(n0, n1, 1); });
+  else
+    run(0, g.N, 0);
+  return gx;
+}
+
 template <class T>
 Tensor<T> conv2d_input_raw(const Tensor<T>& gy, const Tensor<T>& w, const Shape& input_shape, const ConvParams& p) {
   const ConvGeometry g = conv2d_geometry(input_shape, w.shape(), Tensor<T>(), p, "conv2d_backward");
   DL_CHECK(gy.shape() == Shape({g.N, g.O, g.OH, g.OW}), "conv2d backward: grad_output of shape ", gy.shape(),
            " does not match the output shape [", g.N, ", ", g.O, ", ", g.OH, ", ", g.OW, "]");
+  if (use_wide(g, p)) {
+    // Stride 1. Either the full correlation of gy with the flipped weights (a stride-1 convolution
+    // over gy padded by d (k - 1) - p), or the taps' products scattered back along wide rows;
+    // the second multiplies no padding, which wins for small padding (valid convolutions).
+    const int64_t fh = p.dilation.h * (g.KH - 1) - p.padding.h, fw = p.dilation.w * (g.KW - 1) - p.padding.w;
+    const WideGeometry wg = wide_geometry(g, p);
+    // Output columns each form computes: J = OH x Wp for the scatter, H x (OW + 2 fw) for the flip
+    // (the scatter also pays a pass over its products, hence the margin).
+    const double flip_cost = fh < 0 || fw < 0 ? 1e300 : double(g.H) * double(g.OW + 2 * fw);
+    if (double(wg.J) < 0.5 * flip_cost && g.Kg() * wg.J * int64_t(sizeof(T)) <= (int64_t(2) << 20))
+      return conv2d_input_scatter(gy, w, g, p);
+  }
   if (use_wide(g, p) && p.padding.h <= p.dilation.h * (g.KH - 1) && p.padding.w <= p.dilation.w * (g.KW - 1)) {
-    // Stride 1: the full correlation of gy with the flipped weights, a stride-1 convolution.
     const ConvParams q{Size2(1), Size2(p.dilation.h * (g.KH - 1) - p.padding.h, p.dilation.w * (g.KW - 1) - p.padding.w),
                        p.dilation, p.groups};
     return conv2d_forward_raw(gy, flip_weights(w, g), static_cast<const T*>(nullptr), q);

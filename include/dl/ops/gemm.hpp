@@ -307,26 +307,28 @@ void pack_b_panel(const MatrixRef<T>& Bm, int64_t j0, int nr, int64_t k0, int64_
   }
 }
 
-/// A matrix packed once into the A-panel layout of the built-in GEMM (panel p, all of K: K * mr
-/// values, k-major), for operands multiplied many times (convolution weights, once per image).
-/// As a PackA functor it copies the requested block.
+/// A matrix packed once into the A-panel layout of the built-in GEMM (the panel of rows i0..i0+mr
+/// holds K * mr values, k-major), for operands multiplied many times (convolution weights, once
+/// per image): the driver reads its panels in place (`panel`) instead of packing A.
 template <class T>
 class PrepackedA {
  public:
-  PrepackedA(MatrixRef<T> A, int64_t M, int64_t K) : M_(M), K_(K), data_(empty_buffer(M, K)) {
+  static constexpr bool direct_panels = true;
+  PrepackedA(MatrixRef<T> A, int64_t M, int64_t K) : K_(K), data_(size_t(M * K)) {
     constexpr int MR = GemmConfig<T>::MR;
     for (int64_t i0 = 0; i0 < M; i0 += MR) pack_a_panel(A, i0, int(std::min<int64_t>(MR, M - i0)), 0, K, data_.data() + i0 * K);
   }
-  void operator()(int64_t i0, int mr, int64_t k0, int64_t kc, T* dst) const {
-    const T* src = data_.data() + i0 * K_ + k0 * mr;
-    std::copy(src, src + kc * mr, dst);
-  }
+  /// The packed rows [i0, i0 + mr) from depth k0 on.
+  const T* panel(int64_t i0, int mr, int64_t k0) const { return data_.data() + i0 * K_ + k0 * mr; }
 
  private:
-  static std::vector<T> empty_buffer(int64_t M, int64_t K) { return std::vector<T>(size_t(M * K)); }
-  int64_t M_, K_;
+  int64_t K_;
   std::vector<T> data_;
 };
+
+/// A PackA functor that holds its panels packed already (PrepackedA).
+template <class P>
+concept direct_panels_packer = requires { requires P::direct_panels; };
 
 /// Scratch memory from the caching allocator, returned on scope exit (steady state: no page faults).
 class ScratchBuffer {
@@ -401,8 +403,9 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
   // A is double buffered: a thread may pack the next A block while another still multiplies
   // with the current one, so one barrier per block suffices.
   const size_t a_elems = size_t(MC * KC) + 64 / sizeof(T);
-  ScratchBuffer abuf(2 * a_elems * sizeof(T)), bbuf(direct_rows_packer<PackB> ? 0 : size_t(NCB * KC) * sizeof(T) + 64);
+  ScratchBuffer abuf(direct_panels_packer<PackA> ? 0 : 2 * a_elems * sizeof(T)), bbuf(direct_rows_packer<PackB> ? 0 : size_t(NCB * KC) * sizeof(T) + 64);
   T* const bp = bbuf.as<T>();
+  constexpr bool direct_a = direct_panels_packer<PackA>;
   constexpr bool direct_b = direct_rows_packer<PackB>;
   const MicroKernel<T>* kernels = micro_kernels<T, direct_b>();
 
@@ -415,7 +418,7 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
         const int64_t kc = std::min(KC, K - pc);
         const bool first = pc == 0, last = pc + kc == K;
         T* const ap = abuf.as<T>() + (block & 1) * a_elems;
-        {  // this thread's share of the A block
+        if constexpr (!direct_a) {  // this thread's share of the A block
           const auto [p0, p1] = split_range(mpb, nt, tid);
           for (int64_t p = p0; p < p1; ++p)
             pack_a(ic + p * MR, int(std::min<int64_t>(MR, mc - p * MR)), pc, kc, ap + p * MR * kc);
@@ -432,11 +435,13 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
             for (int64_t p = b0 + q0; p < b0 + q1; ++p)
               pack_b(jc + p * NR, int(std::min<int64_t>(NR, ncb - p * NR)), pc, kc, bp + p * NR * KC);
           }
-          if ((tm > 1 && !direct_b) || jc == 0) barrier();
+          if ((tm > 1 && !direct_b) || (jc == 0 && !direct_a)) barrier();
           const auto [a0, a1] = split_range(mpb, tm, ti);
           for (int64_t ir = a0; ir < a1; ++ir) {
             const int mr = int(std::min<int64_t>(MR, mc - ir * MR));
-            const T* a = ap + ir * MR * kc;
+            const T* a;
+            if constexpr (direct_a) a = pack_a.panel(ic + ir * MR, mr, pc);
+            else a = ap + ir * MR * kc;
             for (int64_t jr = b0; jr < b1; ++jr) {
               const int nr = int(std::min<int64_t>(NR, ncb - jr * NR));
               T* c = C + (ic + ir * MR) * ldc + jc + jr * NR;
