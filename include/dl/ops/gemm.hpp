@@ -356,6 +356,9 @@ inline std::pair<int64_t, int64_t> split_range(int64_t n, int parts, int idx) {
 template <class T>
 int gemm_thread_count(int64_t M, int64_t N, int64_t K, int threads) {
   using Cfg = GemmConfig<T>;
+#if !defined(_OPENMP)
+  return 1;  // serial build: parallel_for runs serially too
+#endif
   if (in_parallel_region()) return 1;
   int nt = threads > 0 ? threads : get_num_threads();
   const int64_t work = M * N * std::max<int64_t>(K, 1);
@@ -466,17 +469,16 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
 #if defined(_OPENMP)
 #pragma omp parallel num_threads(nt)
   {
-    // The thread count is fixed before the split: a team smaller than asked (OMP limits) would
-    // leave tiles undone, so the missing threads' shares are covered by rerunning serially.
+    // The work was split for nt threads: a smaller team (OMP limits) runs the product serially.
     if (omp_get_num_threads() == nt) body(omp_get_thread_num(), [] {
 #pragma omp barrier
     });
     else if (omp_get_thread_num() == 0) {
-      for (int t = 0; t < nt; ++t) body(t, [] {});
+      gemm_packed<T>(M, N, K, alpha, pack_a, pack_b, beta, C, ldc, ep, 1);
     }
   }
 #else
-  for (int t = 0; t < nt; ++t) body(t, [] {});
+  body(0, [] {});  // without OpenMP gemm_thread_count is 1
 #endif
 }
 
