@@ -422,7 +422,7 @@ TEST_CASE_TEMPLATE("built-in GEMM: blocking, threads, layouts, alpha/beta and ep
   struct Case { int64_t M, K, N; int la, lb; };
   // K > KC (several K blocks), M and N with edge panels, every operand layout.
   for (const Case& cs : {Case{300, 520, 270, 0, 0}, Case{131, 300, 97, 1, 1}, Case{61, 257, 333, 2, 0}, Case{1, 600, 65, 0, 1},
-                         Case{77, 1, 40, 1, 0}, Case{200, 64, 1, 0, 3}, Case{12, 700, 32, 0, 0}}) {
+                         Case{77, 1, 40, 1, 0}, Case{200, 64, 1, 0, 3}, Case{12, 700, 32, 0, 0}, Case{150, 33, 7, 1, 2}}) {
     for (int threads : {1, 2}) {
       dl::set_num_threads(threads);
       CAPTURE(cs.M);

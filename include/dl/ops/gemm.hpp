@@ -550,6 +550,23 @@ void gemm(int64_t M, int64_t N, int64_t K, T alpha, MatrixRef<T> A, MatrixRef<T>
     return;
   }
 #endif
+  using Cfg = GemmConfig<T>;
+  if (2 * N < Cfg::NR && M >= 2 * Cfg::NR && K > 0 && beta == T(0)) {
+    // A thin product (a classifier's 10 outputs): most lanes of an NR-wide panel would be idle.
+    // C^T = B^T A^T fills them; the epilogue is elementwise, so it applies to C^T (bias transposed).
+    ScratchBuffer tbuf(size_t(N * M) * sizeof(T));
+    T* ct = tbuf.as<T>();
+    Ep ep_t = ep;
+    ep_t.bias = ep.bias.t();
+    const MatrixRef<T> At = B.t(), Bt = A.t();
+    gemm_packed<T>(
+        N, M, K, alpha, [&At](int64_t i0, int mr, int64_t k0, int64_t kc, T* dst) { pack_a_panel(At, i0, mr, k0, kc, dst); },
+        [&Bt](int64_t j0, int nr, int64_t k0, int64_t kc, T* dst) { pack_b_panel(Bt, j0, nr, k0, kc, dst); }, T(0), ct, M,
+        ep_t, threads);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = ct[j * M + i];
+    return;
+  }
   gemm_packed<T>(
       M, N, K, alpha,
       [&A](int64_t i0, int mr, int64_t k0, int64_t kc, T* dst) { pack_a_panel(A, i0, mr, k0, kc, dst); },
