@@ -96,11 +96,11 @@ void check_ref(const dl::Tensor<T>& got_, const std::string& name, double tol = 
   const RefArray& r = reference(name);
   REQUIRE_MESSAGE(got_.defined(), name, ": undefined tensor");
   REQUIRE_MESSAGE(got_.shape() == r.shape, name, ": shape ", got_.shape(), " but PyTorch has ", r.shape);
-  const dl::Tensor<double> got = got_.template to<double>().contiguous();
+  const dl::Tensor<T> got = got_.contiguous();
   double maxref = 0, maxerr = 0;
   int64_t where = -1;
   for (size_t i = 0; i < r.values.size(); ++i) {
-    const double a = got.data()[i], b = r.values[i];
+    const double a = double(got.data()[i]), b = r.values[i];
     if (std::isnan(b)) {
       CHECK_MESSAGE(std::isnan(a), name, "[", i, "]: expected NaN, got ", a);
       continue;
