@@ -440,20 +440,28 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
           }
           if ((tm > 1 && !direct_b) || (jc == 0 && !direct_a)) barrier();
           const auto [a0, a1] = split_range(mpb, tm, ti);
-          for (int64_t ir = a0; ir < a1; ++ir) {
+          auto tile = [&](int64_t ir, int64_t jr) {
             const int mr = int(std::min<int64_t>(MR, mc - ir * MR));
+            const int nr = int(std::min<int64_t>(NR, ncb - jr * NR));
             const T* a;
             if constexpr (direct_a) a = pack_a.panel(ic + ir * MR, mr, pc);
             else a = ap + ir * MR * kc;
-            for (int64_t jr = b0; jr < b1; ++jr) {
-              const int nr = int(std::min<int64_t>(NR, ncb - jr * NR));
-              T* c = C + (ic + ir * MR) * ldc + jc + jr * NR;
-              if constexpr (direct_b)
-                kernels[mr](kc, a, pack_b.base + jc + jr * NR, pack_b.off + pc, c, ldc, alpha, first ? beta : T(1), nr);
-              else
-                kernels[mr](kc, a, bp + jr * NR * KC, nullptr, c, ldc, alpha, first ? beta : T(1), nr);
-              if (last && ep.active()) ep.apply(C, ldc, ic + ir * MR, jc + jr * NR, mr, nr);
-            }
+            T* c = C + (ic + ir * MR) * ldc + jc + jr * NR;
+            if constexpr (direct_b)
+              kernels[mr](kc, a, pack_b.base + jc + jr * NR, pack_b.off + pc, c, ldc, alpha, first ? beta : T(1), nr);
+            else
+              kernels[mr](kc, a, bp + jr * NR * KC, nullptr, c, ldc, alpha, first ? beta : T(1), nr);
+            if (last && ep.active()) ep.apply(C, ldc, ic + ir * MR, jc + jr * NR, mr, nr);
+          };
+          if constexpr (direct_b) {
+            // B read in place is not packed for the cache: keep each B panel in L1 while all the
+            // A panels pass over it.
+            for (int64_t jr = b0; jr < b1; ++jr)
+              for (int64_t ir = a0; ir < a1; ++ir) tile(ir, jr);
+          } else {
+            // Packed A panels stay in L1 while the B block streams from L2.
+            for (int64_t ir = a0; ir < a1; ++ir)
+              for (int64_t jr = b0; jr < b1; ++jr) tile(ir, jr);
           }
         }
         // B of the next block must not overwrite panels another row thread still reads.
