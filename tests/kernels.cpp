@@ -764,6 +764,17 @@ TEST_CASE("shape errors name the shapes involved") {
     CHECK_THROWS_WITH_AS(dl::set_gemm_backend(dl::GemmBackend::blas), Contains("without a CBLAS backend"), Error);
 }
 
+TEST_CASE("products accept elementwise expressions and record through them") {
+  auto a = leaf(det<float>({5, 7}, 1));
+  auto b = det<float>({7, 3}, 2);
+  const dl::Tensor<float> direct = dl::matmul(a, b);
+  const dl::Tensor<float> fused = (a * 2.0f).matmul(b);
+  for (int64_t i = 0; i < direct.numel(); ++i) CHECK(fused.data()[i] == doctest::Approx(2 * direct.data()[i]));
+  dl::Tensor<float> loss = fused.sum();
+  loss.backward();
+  CHECK(a.grad().at(0, 0) == doctest::Approx(2 * (b.at(0, 0) + b.at(0, 1) + b.at(0, 2))));
+}
+
 TEST_CASE("empty dimensions") {
   auto z = [](Shape s) { return dl::zeros<float>(s); };
   CHECK(dl::mm(z({0, 3}), z({3, 4})).shape() == Shape{0, 4});
