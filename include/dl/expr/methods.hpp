@@ -5,6 +5,7 @@
 
 #include "node.hpp"
 #include "reduce_fwd.hpp"
+#include "../ops/matmul_fwd.hpp"
 
 namespace dl::expr {
 
@@ -118,6 +119,14 @@ struct ExprBase {
   auto all(int64_t dim, bool keepdim = false) const { return dl::all(self(), dim, keepdim); }
   auto any() const { return dl::any(self()); }
   auto any(int64_t dim, bool keepdim = false) const { return dl::any(self(), dim, keepdim); }
+
+  // -------------------------------------------------------------------- products (tensors)
+  /// dl::matmul(*this, b); defined in <dl/ops/matmul.hpp>.
+  template <expression B>
+  auto matmul(const B& b) const { return dl::matmul(self(), b); }
+  /// dl::mm(*this, b); defined in <dl/ops/matmul.hpp>.
+  template <expression B>
+  auto mm(const B& b) const { return dl::mm(self(), b); }
 
   // -------------------------------------------------------------------- expression helpers
   /// Broadcast shape of the expression (throws on mismatched operands).

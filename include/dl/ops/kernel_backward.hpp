@@ -1,0 +1,83 @@
+// dl/ops/kernel_backward.hpp — recording the backward rules of materialising kernels (matmul,
+// convolution, pooling): a graph node holding version-checked saved tensors and a rule, and
+// sum_to, which reduces a broadcast gradient back to its operand's shape.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../tensor.hpp"
+
+namespace dl::detail {
+
+// ------------------------------------------------------------------------------ declarations
+
+/// Records `rule` as out's backward when grad mode is on and any input requires grad. The rule is
+/// called as rule(grad, saved, needs) and returns one gradient per input (null where none);
+/// `saved` are the tensors given here, checked against in-place changes since the forward pass;
+/// needs[i] says whether input i wants a gradient. Rules written with differentiable dl ops give
+/// second derivatives (create_graph) for free.
+template <class T, class F, class... Ins>
+Tensor<T> record_kernel(Tensor<T> out, const char* name, std::vector<Tensor<T>> saved, F rule, const Ins&... inputs);
+
+/// g summed over the dims along which `shape` was broadcast to g's shape, viewed as `shape`.
+template <class T>
+Tensor<T> sum_to(const Tensor<T>& g, const Shape& shape);
+
+// ------------------------------------------------------------------------------ implementation
+
+template <class T, class F>
+class KernelBackward : public autograd::Node {
+ public:
+  KernelBackward(std::string name, const std::vector<Tensor<T>>& saved, F rule) : name_(std::move(name)), rule_(std::move(rule)) {
+    saved_.reserve(saved.size());
+    for (const auto& t : saved) saved_.emplace_back(t.defined() ? t.impl() : nullptr, name_);
+  }
+  std::string name() const override { return name_; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
+    const size_t n = next_edges().size();
+    if (grads.empty() || !grads[0]) return std::vector<TensorImplPtr>(n);
+    std::vector<Tensor<T>> saved;
+    saved.reserve(saved_.size());
+    for (const auto& s : saved_) saved.emplace_back(s.unpack());
+    std::vector<bool> needs(n);
+    for (size_t i = 0; i < n; ++i) needs[i] = next_edges()[i].valid();
+    std::vector<TensorImplPtr> out = rule_(Tensor<T>(grads[0]), saved, needs);
+    out.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      if (!needs[i]) out[i] = nullptr;
+    return out;
+  }
+  void release_variables() override {
+    for (auto& s : saved_) s.release();
+  }
+
+ private:
+  std::string name_;
+  F rule_;
+  std::vector<autograd::SavedTensor> saved_;
+};
+
+template <class T, class F, class... Ins>
+Tensor<T> record_kernel(Tensor<T> out, const char* name, std::vector<Tensor<T>> saved, F rule, const Ins&... inputs) {
+  if (autograd::any_requires_grad(inputs...)) {
+    auto node = std::make_shared<KernelBackward<T, F>>(name, saved, std::move(rule));
+    (node->mutable_next_edges().push_back(inputs.defined() ? autograd::gradient_edge(inputs.impl()) : autograd::Edge{}),
+     ...);
+    autograd::set_history(out, node);
+  }
+  return out;
+}
+
+template <class T>
+Tensor<T> sum_to(const Tensor<T>& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  Dims dims;
+  const int lead = g.dim() - shape.size();
+  for (int d = 0; d < g.dim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) dims.push_back(d);
+  if (dims.empty()) return g.reshape(shape);
+  return dl::sum(g, dims, true).reshape(shape);
+}
+
+}  // namespace dl::detail
