@@ -38,7 +38,7 @@ int main() {
   });
 
   // A plain loop, one thread, no SIMD library.
-  std::vector<float> y3(size_t(n));
+  std::vector<float> y3(static_cast<size_t>(n));
   const double naive = best_ms([&] {
     const float *pa = a.data(), *pb = b.data(), *pc = c.data(), *pd = d.data();
     for (int64_t i = 0; i < n; ++i) y3[size_t(i)] = 1.0f / (1.0f + std::exp(-(pa[i] * pb[i] + pc[i]))) * pd[i];
