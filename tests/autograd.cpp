@@ -141,6 +141,13 @@ TEST_CASE("gradcheck: reductions, views, indexing") {
   CHECK(ag::gradcheck([&](auto& v) { return dl::index(v[0], {dl::tensor<int64_t>({2, 0, 2})}); }, {x}));
   CHECK(ag::gradcheck([&](auto& v) { return dl::index_put(v[0], {dl::tensor<int64_t>({1, 1})}, v[1], true); }, {x, rnd({4})}));
   CHECK(ag::gradcheck([](auto& v) { return dl::masked_select(v[0], v[0] > 0.0); }, {x}));
+  SUBCASE("an index changed in place after the forward pass is reported") {
+    Tensor<int64_t> i = dl::tensor<int64_t>({{0, 1}, {1, 1}, {2, 0}});
+    Tensor<double> w = x.clone().requires_grad_();
+    Tensor<double> y = dl::gather(w, 1, i);
+    i.add_(1);
+    CHECK_THROWS_WITH_AS(y.sum().backward(), doctest::Contains("modified by an inplace operation"), dl::Error);
+  }
 }
 
 TEST_CASE("second derivatives") {

@@ -101,13 +101,7 @@ class ExpandBackward : public autograd::Node {
   explicit ExpandBackward(Shape in) : in_(in) {}
   std::string name() const override { return "ExpandBackward"; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
-    const Tensor<T> grad(g[0]);
-    const uint32_t mask = autograd::broadcast_mask(in_, grad.shape());
-    if (!mask) return {grad.reshape(in_).impl()};
-    Dims dims;
-    for (int d = 0; d < grad.dim(); ++d)
-      if ((mask >> d) & 1) dims.push_back(d);
-    return {dl::sum(grad, dims, true).reshape(in_).impl()};
+    return {sum_to(Tensor<T>(g[0]), in_).impl()};
   }
 
  private:

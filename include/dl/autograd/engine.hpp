@@ -348,15 +348,7 @@ void ExprBackward<N>::backward_graph(const Tensor<T>& g, std::vector<TensorImplP
     using L = expr::value_type_t<A>;
     static_assert(!expr::is_scalar_node_v<A>, "an adjoint is never a bare number");
     Tensor<L> full = detail::stepwise(adj).tensor;
-    const Shape ls = leaf_shape<K>();
-    if (full.shape() != ls) {
-      const uint32_t mask = broadcast_mask(ls, full.shape());
-      Dims dims;
-      for (int d = 0; d < full.dim(); ++d)
-        if ((mask >> d) & 1) dims.push_back(d);
-      full = dl::sum(full, dims, true).reshape(ls);
-    }
-    out[K] = full.impl();
+    out[K] = dl::detail::sum_to(full, leaf_shape<K>()).impl();
   });
 }
 

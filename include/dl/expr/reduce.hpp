@@ -344,6 +344,25 @@ class ProdBackward : public autograd::Node {
 
 }  // namespace detail
 
+namespace detail {
+/// g summed over the dims along which `shape` was broadcast to g's shape, viewed as `shape`: the
+/// gradient of a broadcast operand. Differentiable.
+template <class T>
+Tensor<T> sum_to(const Tensor<T>& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  if constexpr (!floating_scalar<T>) {
+    throw Error(cat("sum_to: gradients of ", dtype_name(dtype_of<T>), " tensors are not supported"));
+  } else {
+    const uint32_t mask = autograd::broadcast_mask(shape, g.shape());
+    if (!mask) return g.reshape(shape);
+    Dims dims;
+    for (int d = 0; d < g.dim(); ++d)
+      if ((mask >> d) & 1) dims.push_back(d);
+    return dl::sum(g, dims, true).reshape(shape);
+  }
+}
+}  // namespace detail
+
 template <expression E>
 Tensor<sum_t<expr::value_type_t<E>>> sum(const E& e) {
   const Shape shape = expr::shape_of(expr::as_node(e));

@@ -136,26 +136,41 @@ std::shared_ptr<NodeT> make_node(std::shared_ptr<NodeT> node, const Ts&... input
   return node;
 }
 
-/// A backward rule given by a function of the output gradient.
+/// A backward rule given by a function of the output gradient. The tensors the rule captured
+/// (index tensors) are guarded: an in-place change to them after the forward pass is reported.
 template <class T, class F>
 class LambdaBackward : public autograd::Node {
  public:
-  LambdaBackward(std::string name, F f) : name_(std::move(name)), f_(std::move(f)) {}
+  LambdaBackward(std::string name, F f, const std::vector<TensorImplPtr>& guarded) : name_(std::move(name)), f_(std::move(f)) {
+    for (const auto& t : guarded) guards_.emplace_back(t, name_);
+  }
   std::string name() const override { return name_; }
-  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override { return f_(Tensor<T>(g[0])); }
-  void release_variables() override { released_ = true; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    for (const auto& s : guards_) (void)s.unpack();
+    return f_(Tensor<T>(g[0]));
+  }
+  void release_variables() override {
+    for (auto& s : guards_) s.release();
+  }
 
  private:
   std::string name_;
   F f_;
-  bool released_ = false;
+  std::vector<autograd::SavedTensor> guards_;
 };
 
-/// Records `rule(grad) -> {grad per input}` as out's history when any input requires grad.
+inline std::vector<TensorImplPtr> impls(const std::vector<Tensor<int64_t>>& ts) {
+  std::vector<TensorImplPtr> out;
+  for (const auto& t : ts) out.push_back(t.impl());
+  return out;
+}
+
+/// Records `rule(grad) -> {grad per input}` as out's history when any input requires grad;
+/// `guarded` are the tensors the rule captured.
 template <class T, class F, class... Ins>
-Tensor<T> with_grad(Tensor<T> out, const char* name, F rule, const Ins&... inputs) {
+Tensor<T> with_grad(Tensor<T> out, const char* name, F rule, const std::vector<TensorImplPtr>& guarded, const Ins&... inputs) {
   if (autograd::any_requires_grad(inputs...)) {
-    auto node = make_node(std::make_shared<LambdaBackward<T, F>>(name, std::move(rule)), inputs...);
+    auto node = make_node(std::make_shared<LambdaBackward<T, F>>(name, std::move(rule), guarded), inputs...);
     autograd::set_history(out, node);
   }
   return out;
@@ -251,7 +266,8 @@ Tensor<T> cat(const std::vector<Tensor<T>>& tensors, int64_t dim) {
           std::vector<TensorImplPtr> out;
           for (const auto& piece : g.split(sizes, d)) out.push_back(piece.impl());
           return out;
-        });
+        },
+        std::vector<TensorImplPtr>{});
     for (const auto& t : parts) node->mutable_next_edges().push_back(autograd::gradient_edge(t.impl()));
     autograd::set_history(out, node);
   }
@@ -313,7 +329,7 @@ Tensor<T> gather(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index) 
   const Shape in = x.shape();
   return detail::with_grad(out, "GatherBackward", [in, d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{scatter_add(zeros<T>(in), d, idx, g).impl()};
-  }, x);
+  }, {idx.impl()}, x);
 }
 
 template <scalar_type T>
@@ -330,7 +346,7 @@ Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index,
   const Tensor<int64_t> idx = index.contiguous();
   return detail::with_grad(out, "ScatterBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{scatter(g, d, idx, T(0)).impl(), gather(g, d, idx).impl()};
-  }, x, src);
+  }, {idx.impl()}, x, src);
 }
 
 template <scalar_type T>
@@ -346,7 +362,7 @@ Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index,
   const Tensor<int64_t> idx = index.contiguous();
   return detail::with_grad(out, "ScatterBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{scatter(g, d, idx, T(0)).impl()};
-  }, x);
+  }, {idx.impl()}, x);
 }
 
 template <scalar_type T>
@@ -363,7 +379,7 @@ Tensor<T> scatter_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& in
   const Tensor<int64_t> idx = index.contiguous();
   return detail::with_grad(out, "ScatterAddBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{g.impl(), gather(g, d, idx).impl()};
-  }, x, src);
+  }, {idx.impl()}, x, src);
 }
 
 // ---- index_select / index_add / index_copy / index_fill
@@ -387,7 +403,7 @@ Tensor<T> index_select(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& i
   const Shape in = x.shape();
   return detail::with_grad(out, "IndexSelectBackward", [in, d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{index_add(zeros<T>(in), d, idx, g).impl()};
-  }, x);
+  }, {idx.impl()}, x);
 }
 
 template <scalar_type T>
@@ -404,7 +420,7 @@ Tensor<T> index_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& inde
   }
   return detail::with_grad(out, "IndexAddBackward", [d, idx, alpha](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{g.impl(), Tensor<T>(index_select(g, d, idx) * alpha).impl()};
-  }, x, source);
+  }, {idx.impl()}, x, source);
 }
 
 template <scalar_type T>
@@ -421,7 +437,7 @@ Tensor<T> index_copy(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& ind
   }
   return detail::with_grad(out, "IndexCopyBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{index_fill(g, d, idx, T(0)).impl(), index_select(g, d, idx).impl()};
-  }, x, source);
+  }, {idx.impl()}, x, source);
 }
 
 template <scalar_type T>
@@ -436,7 +452,7 @@ Tensor<T> index_fill(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& ind
   }
   return detail::with_grad(out, "IndexFillBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{index_fill(g, d, idx, T(0)).impl()};
-  }, x);
+  }, {idx.impl()}, x);
 }
 
 // ---- advanced indexing
@@ -491,7 +507,7 @@ Tensor<T> index(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices)
   const Shape in = x.shape();
   return detail::with_grad(out, "IndexBackward", [in, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{index_put(zeros<T>(in), idx, g, true).impl()};
-  }, x);
+  }, detail::impls(idx), x);
 }
 
 template <scalar_type T>
@@ -526,16 +542,8 @@ Tensor<T> index_put(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indi
   const Shape vshape = values.shape();
   return detail::with_grad(out, "IndexPutBackward", [idx, vshape, accumulate](const Tensor<T>& g) {
     Tensor<T> gx = accumulate ? g : index_put(g, idx, zeros<T>({}), false);
-    Tensor<T> gv = index(g, idx);
-    if (gv.shape() != vshape) {
-      const uint32_t mask = autograd::broadcast_mask(vshape, gv.shape());
-      Dims dims;
-      for (int d = 0; d < gv.dim(); ++d)
-        if ((mask >> d) & 1) dims.push_back(d);
-      gv = dl::sum(gv, dims, true).reshape(vshape);
-    }
-    return std::vector<TensorImplPtr>{gx.impl(), gv.impl()};
-  }, x, values);
+    return std::vector<TensorImplPtr>{gx.impl(), detail::sum_to(index(g, idx), vshape).impl()};
+  }, detail::impls(idx), x, values);
 }
 
 template <expression E>

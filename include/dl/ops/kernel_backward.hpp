@@ -1,6 +1,5 @@
 // dl/ops/kernel_backward.hpp — recording the backward rules of materialising kernels (matmul,
-// convolution, pooling): a graph node holding version-checked saved tensors and a rule, and
-// sum_to, which reduces a broadcast gradient back to its operand's shape.
+// convolution, pooling): a graph node holding version-checked saved tensors and a rule.
 #pragma once
 
 #include <string>
@@ -20,9 +19,7 @@ namespace dl::detail {
 template <class T, class F, class... Ins>
 Tensor<T> record_kernel(Tensor<T> out, const char* name, std::vector<Tensor<T>> saved, F rule, const Ins&... inputs);
 
-/// g summed over the dims along which `shape` was broadcast to g's shape, viewed as `shape`.
-template <class T>
-Tensor<T> sum_to(const Tensor<T>& g, const Shape& shape);
+// sum_to(g, shape), the gradient of a broadcast operand, is in dl/expr/reduce.hpp.
 
 // ------------------------------------------------------------------------------ implementation
 
@@ -67,17 +64,6 @@ Tensor<T> record_kernel(Tensor<T> out, const char* name, std::vector<Tensor<T>> 
     autograd::set_history(out, node);
   }
   return out;
-}
-
-template <class T>
-Tensor<T> sum_to(const Tensor<T>& g, const Shape& shape) {
-  if (g.shape() == shape) return g;
-  Dims dims;
-  const int lead = g.dim() - shape.size();
-  for (int d = 0; d < g.dim(); ++d)
-    if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) dims.push_back(d);
-  if (dims.empty()) return g.reshape(shape);
-  return dl::sum(g, dims, true).reshape(shape);
 }
 
 }  // namespace dl::detail
