@@ -53,9 +53,12 @@ inline double run_number(const std::string& cmd) {
 
 /// The python that has torch: Debian's /usr/bin/python3 (not the pyenv one on PATH).
 inline std::string python() { return "env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3"; }
+/// PyTorch at its best: jemalloc, told to keep freed pages (with its default decay it still hands
+/// them back and eager PyTorch keeps page-faulting on every fresh 64 MiB temporary).
 inline std::string python_jemalloc() {
   return "env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp "
-         "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3";
+         "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 "
+         "/usr/bin/python3";
 }
 
 #if defined(__AVX512F__)

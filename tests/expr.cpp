@@ -114,6 +114,27 @@ TEST_CASE("binary ops, broadcasting and fusion match PyTorch") {
   }
 }
 
+TEST_CASE("large outputs use streaming stores, aligned or not") {
+  const int64_t n = (int64_t(1) << 21) + 37;  // > 8 MiB of floats
+  Tensor<float> a = dl::randn({n}), b = dl::randn({n});
+  Tensor<float> y = a * b + 1.0f;  // fresh, aligned output
+  Tensor<float> v = a.clone();
+  v.narrow(0, 3, n - 3).mul_(2.0f);  // output starts 12 bytes past an aligned address: peeled
+  Tensor<double> d = dl::cast<double>(a) * 0.5;
+  for (int64_t i : {int64_t(0), int64_t(2), int64_t(3), int64_t(17), n / 2, n - 2, n - 1}) {
+    CHECK(y.at(i) == a.at(i) * b.at(i) + 1.0f);
+    CHECK(v.at(i) == (i >= 3 ? 2.0f * a.at(i) : a.at(i)));
+    CHECK(d.at(i) == double(a.at(i)) * 0.5);
+  }
+  a.requires_grad_();
+  b.requires_grad_();
+  dl::sum(dl::sigmoid(a * b)).backward();  // four-byte gradients written by streaming stores
+  for (int64_t i : {int64_t(0), int64_t(5), n - 1}) {
+    const float s = 1.0f / (1.0f + std::exp(-a.at(i) * b.at(i)));
+    CHECK(a.grad().at(i) == doctest::Approx(s * (1 - s) * b.at(i)).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("type promotion follows PyTorch") {
   static_assert(std::is_same_v<decltype(dl::ones<int32_t>({1}) + dl::ones<int64_t>({1}))::value_type, int64_t>);
   static_assert(std::is_same_v<decltype(dl::ones<int64_t>({1}) * 0.5)::value_type, float>);

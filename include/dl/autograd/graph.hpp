@@ -147,6 +147,7 @@ struct BackwardBody {
   void* outs[View::leaves];
   int64_t st[kMaxDims];
   int64_t row_off = 0;
+  bool stream = false;  // streaming stores (large gradients, see expr::kStreamBytes)
 
   DL_INLINE void seek(const int64_t* idx, int nouter) {
     src.seek(idx, nouter);
@@ -164,11 +165,21 @@ struct BackwardBody {
       if constexpr (floating_scalar<L>) {
         if (outs[k]) {
           L* p = static_cast<L*>(outs[k]) + row_off + j;
-          if constexpr (Simd) expr::get<k>(acc).store_unaligned(p);
-          else *p = expr::get<k>(acc);
+          if constexpr (Simd) {
+            if (stream) expr::stream_store(p, expr::get<k>(acc));
+            else expr::get<k>(acc).store_unaligned(p);
+          } else {
+            *p = expr::get<k>(acc);
+          }
         }
       }
     });
+  }
+  DL_INLINE int64_t first_align_peel(int64_t j) const {
+    using E = typename View::simd_type;
+    for (size_t k = 0; k < View::leaves; ++k)
+      if (outs[k]) return expr::align_peel(static_cast<const E*>(outs[k]) + row_off + j);
+    return 0;
   }
   template <expr::Access A>
   DL_INLINE void run(int64_t j0, int64_t j1) {
@@ -176,6 +187,8 @@ struct BackwardBody {
     using E = typename View::simd_type;
     if constexpr (A != expr::Access::Strided && !std::is_void_v<E> && std::is_same_v<E, typename GView::simd_type>) {
       constexpr int64_t W = expr::batch<E>::size;
+      if (stream)  // every output is a fresh allocation laid out alike: one peel aligns them all
+        for (const int64_t peel = std::min(j1, j + first_align_peel(j)); j < peel; ++j) step<false, A>(j);
       for (; j + W <= j1; j += W) step<true, A>(j);
     }
     for (; j < j1; ++j) step<false, A>(j);
@@ -352,6 +365,7 @@ class ExprBackward : public Node {
     body.g.for_each_stride([&](int64_t* s) { inputs[n++] = s; });
     int64_t* outputs[1] = {body.st};
     const expr::LoopPlan plan = expr::plan_loop(shape_, std::span(inputs.data(), n), outputs);
+    body.stream = size_t(plan.numel) * sizeof(T) >= expr::kStreamBytes;
     expr::run_loop<false>(plan, body);
   }
 

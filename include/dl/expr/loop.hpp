@@ -106,6 +106,7 @@ void run_rows(const LoopPlan& p, const Body& body, int64_t grain) {
         idx[d] = 0;
       }
     }
+    stream_fence();
   });
 }
 
@@ -161,6 +162,7 @@ template <class View, class O>
 struct AssignBody {
   View src;
   OutView<O> out;
+  bool stream = false;  // streaming stores (large outputs, see kStreamBytes)
 
   DL_INLINE void seek(const int64_t* idx, int nouter) {
     src.seek(idx, nouter);
@@ -171,10 +173,16 @@ struct AssignBody {
     using E = typename View::simd_type;
     int64_t j = j0;
     if constexpr (K != Access::Strided && !std::is_void_v<E>) {
-      if constexpr (std::is_same_v<O, E> || std::is_same_v<O, bool>) {
-        constexpr int64_t W = batch<E>::size;
-        for (; j + W <= j1; j += W) store_lanes(out.row + j, src.template at<K, true>(j));
+      constexpr int64_t W = batch<E>::size;
+      if constexpr (std::is_same_v<O, E>) {
+        if (stream) {
+          for (const int64_t peel = std::min(j1, j + align_peel(out.row + j)); j < peel; ++j)
+            out.row[j] = static_cast<O>(src.template at<K, false>(j));
+          for (; j + W <= j1; j += W) stream_store(out.row + j, src.template at<K, true>(j));
+        }
       }
+      if constexpr (std::is_same_v<O, E> || std::is_same_v<O, bool>)
+        for (; j + W <= j1; j += W) store_lanes(out.row + j, src.template at<K, true>(j));
     }
     for (; j < j1; ++j) out.row[j * out.inner] = static_cast<O>(src.template at<K, false>(j));
   }
@@ -191,7 +199,8 @@ void assign(const Tensor<T>& out, const N& n) {
   view.for_each_stride([&](int64_t* st) { inputs[count++] = st; });
   int64_t* outputs[1] = {sink.st};
   const LoopPlan plan = plan_loop(out.shape(), std::span(inputs.data(), count), outputs);
-  run_loop(plan, AssignBody<decltype(view), T>{view, sink});
+  const bool stream = size_t(plan.numel) * sizeof(T) >= kStreamBytes;
+  run_loop(plan, AssignBody<decltype(view), T>{view, sink, stream});
 }
 
 /// A new contiguous tensor holding the expression's value, without recording autograd history

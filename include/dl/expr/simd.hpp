@@ -39,4 +39,47 @@ struct ValueTraits<xsimd::batch_bool<T, A>> {
   static DL_INLINE Mask cast_like(const Mask&, const G& g) { return g; }
 };
 
+/// Outputs at least this large are written with non-temporal (streaming) stores: they cannot stay
+/// in cache anyway, and streaming skips reading each line before writing it (a third less memory
+/// traffic for a typical fused op).
+inline constexpr size_t kStreamBytes = size_t(8) << 20;
+
+/// Streaming store of a full batch; `p` must be aligned to the batch size. Falls back to an
+/// aligned store where the ISA has no streaming form.
+template <class T, class A>
+DL_INLINE void stream_store(T* p, const xsimd::batch<T, A>& v) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(xsimd::batch<T, A>) == 64) {
+    if constexpr (std::is_same_v<T, float>) _mm512_stream_ps(p, v);
+    else if constexpr (std::is_same_v<T, double>) _mm512_stream_pd(p, v);
+    else _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v);
+    return;
+  }
+#endif
+#if defined(__AVX__)
+  if constexpr (sizeof(xsimd::batch<T, A>) == 32) {
+    if constexpr (std::is_same_v<T, float>) _mm256_stream_ps(p, v);
+    else if constexpr (std::is_same_v<T, double>) _mm256_stream_pd(p, v);
+    else _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v);
+    return;
+  }
+#endif
+  v.store_aligned(p);
+}
+
+/// Orders streaming stores before later writes (done once per thread chunk).
+DL_INLINE void stream_fence() {
+#if defined(__SSE__)
+  _mm_sfence();
+#endif
+}
+
+/// Elements to process one by one before p + j is aligned for streaming stores of batch<T>.
+template <class T>
+DL_INLINE int64_t align_peel(const T* p) {
+  constexpr size_t bytes = sizeof(batch<T>);
+  const size_t mis = reinterpret_cast<uintptr_t>(p) % bytes;
+  return mis == 0 || mis % sizeof(T) ? 0 : int64_t((bytes - mis) / sizeof(T));
+}
+
 }  // namespace dl::expr
