@@ -2,23 +2,13 @@
 usage: autograd.py chain N reps | tiny OPS reps | chain_rss N"""
 import resource
 import sys
-import time
 
 import torch
 
+from bench_common import median_ms
+
 torch.set_num_threads(2)
 what = sys.argv[1]
-
-
-def median(f, reps):
-    f()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 if what in ("chain", "chain_rss"):
@@ -33,7 +23,7 @@ if what in ("chain", "chain_rss"):
         y.sum().backward()
 
     if what == "chain":
-        print(median(step, int(sys.argv[3])))
+        print(median_ms(step, int(sys.argv[3])))
     else:
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         step()
@@ -52,5 +42,5 @@ elif what == "tiny":
         x.grad = None
         fwd().sum().backward()
 
-    print(median(fwd, reps), flush=True)
-    print(median(fwd_bwd, reps))
+    print(median_ms(fwd, reps), flush=True)
+    print(median_ms(fwd_bwd, reps))

@@ -1,6 +1,7 @@
-// bench/common.hpp — timing helpers shared by the benchmarks: medians of repeated runs, and running
-// the PyTorch side of a workload in a child process between dl rounds (so both are measured
-// interleaved: memory bandwidth on this machine drifts by 2x over seconds).
+// bench/common.hpp — helpers shared by the benchmarks: medians of repeated runs, "name value unit"
+// result lines (collected by bench/run_kernels.py), and running the PyTorch side of a workload in
+// a child process between dl rounds (so both are measured interleaved: memory bandwidth on this
+// machine drifts by 2x over seconds).
 #pragma once
 
 #if defined(__AVX512F__)
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,32 @@ double median_ms(int reps, F&& f) {
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) t.push_back(time_ms(f));
   return median(t);
+}
+
+/// Median wall time of f() in seconds over `reps` runs (after two warm-up runs), at least
+/// `min_seconds` of measurement in total.
+template <class F>
+double median_seconds(F&& f, int reps = 7, double min_seconds = 0.2) {
+  f();
+  f();
+  std::vector<double> ts;
+  double total = 0;
+  while (int(ts.size()) < reps || total < min_seconds) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ts.push_back(s);
+    total += s;
+    if (ts.size() > 2000) break;
+  }
+  std::sort(ts.begin(), ts.end());
+  return ts[ts.size() / 2];
+}
+
+/// One result line: "<name>\t<value>\t<unit>".
+inline void report(const std::string& name, double value, const char* unit) {
+  std::printf("%s\t%.4g\t%s\n", name.c_str(), value, unit);
+  std::fflush(stdout);
 }
 
 /// Runs a command and returns the number it prints last (-1 when it fails, e.g. no PyTorch).

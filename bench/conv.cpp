@@ -3,7 +3,7 @@
 // milliseconds; bench/conv.py measures PyTorch, bench/run_kernels.py compares.
 #include <dl/dl.hpp>
 
-#include "bench_util.hpp"
+#include "common.hpp"
 
 namespace F = dl::nn::functional;
 

@@ -5,37 +5,20 @@ Run through bench/run_kernels.py, or directly:
   env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 bench/conv.py
 """
 import os
-import time
 
 import torch
 import torch.nn.functional as F
 
+from bench_common import median_seconds, report
+
 torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
 
 
-def median_seconds(f, reps=15, min_seconds=0.2):
-    f()
-    f()
-    ts, total = [], 0.0
-    while len(ts) < reps or total < min_seconds:
-        t0 = time.perf_counter()
-        f()
-        s = time.perf_counter() - t0
-        ts.append(s)
-        total += s
-        if len(ts) > 2000:
-            break
-    ts.sort()
-    return ts[len(ts) // 2]
-
-
-def report(name, value, unit):
-    print(f"{name}\t{value:.4g}\t{unit}", flush=True)
 
 
 def layer(name, fwd, params):
     with torch.no_grad():
-        report(f"{name}_fwd/torch", 1e3 * median_seconds(fwd), "ms")
+        report(f"{name}_fwd/torch", 1e3 * median_seconds(fwd, 15), "ms")
     gy = torch.randn_like(fwd())
 
     def step():
@@ -43,7 +26,7 @@ def layer(name, fwd, params):
             p.grad = None
         fwd().backward(gy)
 
-    report(f"{name}_fwdbwd/torch", 1e3 * median_seconds(step), "ms")
+    report(f"{name}_fwdbwd/torch", 1e3 * median_seconds(step, 15), "ms")
 
 
 batch = 64

@@ -1,9 +1,9 @@
 """PyTorch side of bench/elementwise.cpp: prints the median time (ms) of one workload.
 usage: elementwise.py chain|sum|chain_backward N reps"""
 import sys
-import time
-
 import torch
+
+from bench_common import median_ms
 
 torch.set_num_threads(2)
 what, n, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -26,11 +26,4 @@ if what == "chain_backward":
     for t in (a, b, c, d):
         t.requires_grad_(True)
 f = {"chain": chain, "sum": lambda: a.sum(), "chain_backward": chain_backward}[what]
-f()
-times = []
-for _ in range(reps):
-    t0 = time.perf_counter()
-    f()
-    times.append((time.perf_counter() - t0) * 1e3)
-times.sort()
-print(times[len(times) // 2])
+print(median_ms(f, reps))

@@ -5,33 +5,16 @@ Run through bench/run_kernels.py, or directly (2 threads, OpenBLAS with its AVX-
   env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 bench/gemm.py
 """
 import os
-import time
 
 import torch
 import torch.nn.functional as F
+
+from bench_common import median_seconds, report
 
 torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
 torch.set_grad_enabled(False)
 
 
-def median_seconds(f, reps=7, min_seconds=0.2):
-    f()
-    f()
-    ts, total = [], 0.0
-    while len(ts) < reps or total < min_seconds:
-        t0 = time.perf_counter()
-        f()
-        s = time.perf_counter() - t0
-        ts.append(s)
-        total += s
-        if len(ts) > 2000:
-            break
-    ts.sort()
-    return ts[len(ts) // 2]
-
-
-def report(name, value, unit):
-    print(f"{name}\t{value:.4g}\t{unit}", flush=True)
 
 
 for n in (256, 512, 1024, 2048):

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../tensor.hpp"
+#include "kernel_backward.hpp"
 
 namespace dl {
 
@@ -129,36 +130,6 @@ inline int64_t checked_index(int64_t i, int64_t size, int dim, const char* what)
   return i < 0 ? i + size : i;
 }
 
-/// A node with next edges to the given tensors (invalid edges for those that need no gradient).
-template <class NodeT, class... Ts>
-std::shared_ptr<NodeT> make_node(std::shared_ptr<NodeT> node, const Ts&... inputs) {
-  (node->mutable_next_edges().push_back(is_grad_enabled() ? autograd::gradient_edge(inputs.impl()) : autograd::Edge{}), ...);
-  return node;
-}
-
-/// A backward rule given by a function of the output gradient. The tensors the rule captured
-/// (index tensors) are guarded: an in-place change to them after the forward pass is reported.
-template <class T, class F>
-class LambdaBackward : public autograd::Node {
- public:
-  LambdaBackward(std::string name, F f, const std::vector<TensorImplPtr>& guarded) : name_(std::move(name)), f_(std::move(f)) {
-    for (const auto& t : guarded) guards_.emplace_back(t, name_);
-  }
-  std::string name() const override { return name_; }
-  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
-    for (const auto& s : guards_) (void)s.unpack();
-    return f_(Tensor<T>(g[0]));
-  }
-  void release_variables() override {
-    for (auto& s : guards_) s.release();
-  }
-
- private:
-  std::string name_;
-  F f_;
-  std::vector<autograd::SavedTensor> guards_;
-};
-
 inline std::vector<TensorImplPtr> impls(const std::vector<Tensor<int64_t>>& ts) {
   std::vector<TensorImplPtr> out;
   for (const auto& t : ts) out.push_back(t.impl());
@@ -166,14 +137,12 @@ inline std::vector<TensorImplPtr> impls(const std::vector<Tensor<int64_t>>& ts) 
 }
 
 /// Records `rule(grad) -> {grad per input}` as out's history when any input requires grad;
-/// `guarded` are the tensors the rule captured.
+/// `guarded` are the tensors the rule captured (checked against in-place changes).
 template <class T, class F, class... Ins>
-Tensor<T> with_grad(Tensor<T> out, const char* name, F rule, const std::vector<TensorImplPtr>& guarded, const Ins&... inputs) {
-  if (autograd::any_requires_grad(inputs...)) {
-    auto node = make_node(std::make_shared<LambdaBackward<T, F>>(name, std::move(rule), guarded), inputs...);
-    autograd::set_history(out, node);
-  }
-  return out;
+Tensor<T> with_grad(Tensor<T> out, const char* name, F rule, std::vector<TensorImplPtr> guarded, const Ins&... inputs) {
+  return record_kernel(std::move(out), name, {}, std::move(guarded),
+                       [rule = std::move(rule)](const Tensor<T>& g, const std::vector<Tensor<T>>&, const std::vector<bool>&) { return rule(g); },
+                       inputs...);
 }
 
 template <class T>
@@ -261,13 +230,13 @@ Tensor<T> cat(const std::vector<Tensor<T>>& tensors, int64_t dim) {
   bool any = false;
   for (const auto& t : parts) any = any || autograd::any_requires_grad(t);
   if (any) {
-    auto node = std::make_shared<detail::LambdaBackward<T, std::function<std::vector<TensorImplPtr>(const Tensor<T>&)>>>(
-        "CatBackward", [sizes, d](const Tensor<T>& g) {
-          std::vector<TensorImplPtr> out;
-          for (const auto& piece : g.split(sizes, d)) out.push_back(piece.impl());
-          return out;
-        },
-        std::vector<TensorImplPtr>{});
+    auto rule = [sizes, d](const Tensor<T>& g, const std::vector<Tensor<T>>&, const std::vector<bool>&) {
+      std::vector<TensorImplPtr> grads;
+      for (const auto& piece : g.split(sizes, d)) grads.push_back(piece.impl());
+      return grads;
+    };
+    auto node = std::make_shared<detail::KernelBackward<T, decltype(rule)>>("CatBackward", std::vector<Tensor<T>>{},
+                                                                             std::vector<TensorImplPtr>{}, rule);
     for (const auto& t : parts) node->mutable_next_edges().push_back(autograd::gradient_edge(t.impl()));
     autograd::set_history(out, node);
   }
