@@ -247,6 +247,9 @@ TEST_CASE("reductions match PyTorch") {
   ref::check(ri.prod(0), "red.int_prod0");
   ref::check(ri.max(), "red.int_max");
   ref::check(dl::sum(ri > 2), "red.bool_sum");
+  CHECK(dl::sum(dl::arange(10) == dl::arange(10)).item() == 10);   // int64 comparison: mask lanes
+  CHECK(dl::sum(dl::arange(40) > 2, 0).item() == 37);
+  CHECK(dl::any(dl::arange(5.0f) > 3.5f).item());
   ref::check(dl::tensor<float>({1, NAN, 3}).max(), "red.nan_max");
 
   SUBCASE("many blocks, deterministic for any thread count") {

@@ -74,11 +74,16 @@ struct AnyReducer {
 // Row and range reduction
 // ---------------------------------------------------------------------------------------------
 
+/// Whether a view can be reduced with SIMD accumulators of type A: its lanes are A and its values
+/// are numbers (a comparison's lanes are A but its values are masks).
+template <class View, class A>
+inline constexpr bool simd_reducible = std::is_same_v<typename View::simd_type, A> && std::is_same_v<typename View::value_type, A>;
+
 /// Combines row elements [j0, j1) of a seeked view into acc.
 template <class R, class A, Access K, class View>
 DL_INLINE A reduce_row(const View& v, int64_t j0, int64_t j1, A acc) {
   int64_t j = j0;
-  if constexpr (K != Access::Strided && std::is_same_v<typename View::simd_type, A>) {
+  if constexpr (K != Access::Strided && simd_reducible<View, A>) {
     constexpr int64_t W = batch<A>::size;
     if (j1 - j0 >= 4 * W) {
       // Four independent accumulators hide the add latency.
@@ -316,7 +321,7 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
           }
           local.seek(idx, nouter);
           int64_t j = c0;
-          if constexpr (K != Access::Strided && std::is_same_v<typename View::simd_type, A>) {
+          if constexpr (K != Access::Strided && simd_reducible<View, A>) {
             constexpr int64_t W = batch<A>::size;
             for (; j + W <= c1; j += W) {
               auto cur = batch<A>::load_aligned(part + (j - c0));
