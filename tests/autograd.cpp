@@ -288,6 +288,82 @@ TEST_CASE("engine behaviour") {
   }
 }
 
+TEST_CASE("in-place ops on views rewrite the base's history (CopySlices)") {
+  SUBCASE("a zeroed slice stops the gradient") {
+    Tensor<float> x = dl::ones({3, 4}).requires_grad_();
+    Tensor<float> y = x * 2.0f;
+    y.narrow(0, 0, 1).zero_();
+    CHECK(y.grad_fn()->name() == "CopySlices");
+    y.sum().backward();
+    CHECK(x.grad().select(0, 0).sum().item() == 0.0f);
+    CHECK(x.grad().narrow(0, 1, 2).sum().item() == 16.0f);
+  }
+  SUBCASE("filling rows of a buffer that needs no grad") {
+    Tensor<double> w = dl::tensor<double>({1, -2, 3}).requires_grad_();
+    Tensor<double> out = dl::zeros<double>({4, 3});
+    for (int i = 0; i < 4; ++i) out.select(0, i).copy_(w * double(i));
+    CHECK(out.requires_grad());
+    (out * out).sum().backward();  // d/dw sum_i i^2 w^2 = 2 * 14 * w
+    CHECK(w.grad().at(0) == doctest::Approx(28.0));
+    CHECK(w.grad().at(1) == doctest::Approx(-56.0));
+  }
+  SUBCASE("gradcheck and gradgradcheck through ops on views") {
+    dl::manual_seed(11);
+    const auto x = rnd({3, 4}), w = rnd({3});
+    auto f = [](auto& v) {
+      Tensor<double> y = v[0] * 1.0;
+      y.select(1, 1).mul_(v[1]);                     // needs the old value
+      y.narrow(0, 1, 2).add_(v[1].narrow(0, 0, 2).unsqueeze(1));
+      y.t().narrow(0, 2, 2).masked_fill_(y.t().narrow(0, 2, 2) > 0.5, 0.25);
+      y.select(0, 0).select(0, 3).copy_(v[1].sum());  // a view of a view
+      return Tensor<double>(dl::sin(y) * 1.0);
+    };
+    CHECK(ag::gradcheck(f, {x, w}));
+    CHECK(ag::gradgradcheck(f, {x, w}));
+    auto self_alias = [](auto& v) {  // operands that alias the target are read before the write
+      Tensor<double> y = v[0] * 1.0;
+      y.masked_fill_(y > 0.2, 0.5);
+      y.mul_(y);
+      y.select(0, 1).mul_(y.select(0, 1));
+      return y;
+    };
+    CHECK(ag::gradcheck(self_alias, {x}));
+  }
+  SUBCASE("views read the base's new history") {
+    Tensor<float> x = dl::ones({3, 2}).requires_grad_();
+    Tensor<float> y = x * 1.0f;
+    Tensor<float> a = y[0], b = y[1];
+    CHECK(b.grad_fn()->name() == "SelectBackward");
+    a.mul_(3.0f);
+    CHECK(a.grad_fn()->name() == "AsStridedBackward");
+    CHECK(b.grad_fn()->name() == "AsStridedBackward");
+    Tensor<float>(a.sum() + b.sum() + y.sum()).backward();
+    CHECK(x.grad().at(0, 0) == 6.0f);
+    CHECK(x.grad().at(1, 1) == 2.0f);
+    CHECK(x.grad().at(2, 0) == 1.0f);
+    Tensor<float> z = x * 1.0f, row = z[2];
+    z.mul_(5.0f);                                    // the base changes: the view follows it
+    x.mutable_grad() = Tensor<float>{};
+    row.sum().backward();
+    CHECK(x.grad().at(2, 1) == 5.0f);
+    CHECK(x.grad().at(0, 0) == 0.0f);
+  }
+  SUBCASE("errors and no-grad updates") {
+    Tensor<float> w = dl::ones({2, 2}).requires_grad_();
+    CHECK_THROWS_WITH_AS(w[0].mul_(2.0f), doctest::Contains("a view of a leaf Variable that requires grad"), dl::Error);
+    {
+      dl::NoGradGuard no_grad;
+      w[0].mul_(2.0f);
+    }
+    CHECK(w.at(0, 1) == 2.0f);
+    Tensor<float> h = w * 1.0f;
+    Tensor<float> saved = h[1];
+    Tensor<float> y = saved * saved;
+    h[1].add_(1.0f);
+    CHECK_THROWS_WITH_AS(y.sum().backward(), doctest::Contains("modified by an inplace operation"), dl::Error);
+  }
+}
+
 namespace {
 struct MyReLU : ag::Function<MyReLU> {
   static Tensor<float> forward(ag::Context& ctx, const Tensor<float>& x) {

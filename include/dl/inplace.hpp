@@ -40,8 +40,69 @@ void check_write_overlap(const Tensor<T>& out, const N& n, const char* what) {
 
 template <class T>
 void check_inplace_allowed(const Tensor<T>& self, const char* what) {
-  if (is_grad_enabled() && self.is_leaf() && self.requires_grad())
+  if (!is_grad_enabled()) return;
+  if (const auto& base = self.impl()->view_base; base && base->autograd && base->autograd->requires_grad && !base->autograd->grad_fn)
+    throw Error(cat(what, ": a view of a leaf Variable that requires grad is being used in an in-place operation."));
+  if (self.is_leaf() && self.requires_grad())
     throw Error(cat(what, ": a leaf Variable that requires grad is being used in an in-place operation."));
+}
+
+/// Calls f(tensor&) for every tensor leaf of an expression, which may replace it.
+template <class N, class F>
+void for_each_leaf_ref(N& n, F&& f) {
+  if constexpr (expr::is_leaf_v<N>) f(n.tensor);
+  else if constexpr (expr::is_apply_v<N>) expr::static_for<N::arity>([&](auto I) { for_each_leaf_ref(expr::get<I>(n.args), f); });
+}
+
+/// A recorded in-place op recomputes its forward values from its leaves in backward, but the op
+/// overwrites the memory of leaves that alias the target (the mask of `y.masked_fill_(y > 0, 0)`,
+/// the operand of `y.mul_(y)`). Those leaves are replaced by copies with the same history.
+template <class T, class E>
+void snapshot_aliased_leaves(const Tensor<T>& self, E& e, const TensorImplPtr& twin) {
+  if constexpr (expr::is_apply_v<E>) {
+    for_each_leaf_ref(e, [&]<class L>(Tensor<L>& t) {
+      if (t.impl() == twin || t.impl()->storage != self.impl()->storage) return;
+      const autograd::Edge edge = autograd::gradient_edge(t.impl());
+      t = expr::evaluate_raw(expr::apply(expr::Copy{}, t));
+      if (edge.valid()) {
+        auto& m = autograd::detail::meta(t.impl());
+        m.grad_fn = edge.fn;
+        m.output_nr = edge.input_nr;
+      }
+    });
+  }
+}
+
+/// inplace_update for a view made under grad mode, when the base or the new value needs gradients:
+/// the op is recorded on the view's old value (read through the base's history) and the base's
+/// history becomes CopySlices(old history outside the view, the op inside it). The view's own
+/// history is then read from the base's.
+template <class T, class E>
+Tensor<T>& inplace_update_view(Tensor<T>& self, const E& e, const Tensor<T>& twin, bool needs_old, const char* what) {
+  const TensorImplPtr& base = self.impl()->view_base;
+  for (int d = 0; d < base->shape.size(); ++d)
+    DL_CHECK(base->shape[d] <= 1 || base->strides[d] != 0, what,
+             ": in-place operation on a view of an expanded tensor (shape ", base->shape, ", strides ", base->strides,
+             ") cannot be differentiated; clone() the base first");
+  auto slices = std::make_shared<CopySlices<T>>(*base, *self.impl());
+  slices->mutable_next_edges().push_back(autograd::gradient_edge(base));
+  std::shared_ptr<autograd::ExprBackward<E>> node;
+  if constexpr (expr::is_apply_v<E>) {
+    bool any = false;
+    expr::for_each_leaf(e, [&](const auto& t) { any = any || autograd::detail::requires_grad(*t.impl()); });
+    if (any) {
+      node = std::make_shared<autograd::ExprBackward<E>>(e, self.shape());
+      node->mutable_outputs().push_back({self.shape(), uint8_t(dtype_of<T>)});
+      if (!needs_old) node->skip_version_check(twin.impl());
+    }
+  }
+  slices->mutable_next_edges().push_back(node ? autograd::Edge{node, 0} : autograd::Edge{});
+  expr::assign(self, e);
+  self.bump_version();
+  autograd::set_history(Tensor<T>(base), slices);
+  autograd::detail::meta(self.impl()).grad_fn = nullptr;  // re-derived from the base on next use
+  (void)what;
+  return self;
 }
 
 /// self = make(old self), evaluated in place. `needs_old`: the backward rules read the old value,
@@ -50,6 +111,27 @@ template <class T, class Make>
 Tensor<T>& inplace_update(Tensor<T>& self, Make&& make, bool needs_old, const char* what) {
   check_inplace_allowed(self, what);
   const bool track = floating_scalar<T> && is_grad_enabled();
+  if constexpr (floating_scalar<T>) {
+    if (const TensorImplPtr& base = self.impl()->view_base; track && base) {
+      // The view's old value, with the history it has as part of the base.
+      Tensor<T> twin = needs_old ? expr::evaluate_raw(expr::apply(expr::Copy{}, self))
+                                 : Tensor<T>(view_impl(self.impl(), self.shape(), self.strides(), self.storage_offset()));
+      const bool base_grad = autograd::detail::requires_grad(*base);
+      if (base_grad) autograd::set_history(twin, dl::detail::view_of_base_node<T>(self.impl()));
+      auto e = expr::as_node(make(twin));
+      bool any = base_grad;
+      if constexpr (expr::is_apply_v<std::remove_cvref_t<decltype(e)>>)
+        expr::for_each_leaf(e, [&](const auto& t) { any = any || autograd::detail::requires_grad(*t.impl()); });
+      if (any) {
+        const Shape shape = expr::shape_of(e);
+        DL_CHECK(broadcast_shapes(self.shape(), shape) == self.shape(), what, ": output with shape ", self.shape(),
+                 " doesn't match the broadcast shape ", broadcast_shapes(self.shape(), shape));
+        check_write_overlap(self, e, what);
+        snapshot_aliased_leaves(self, e, twin.impl());
+        return inplace_update_view(self, e, twin, needs_old, what);
+      }
+    }
+  }
   Tensor<T> twin = self;
   if (track && (needs_old || self.requires_grad())) {
     // The twin stands for self before the write, with self's history.
@@ -64,7 +146,7 @@ Tensor<T>& inplace_update(Tensor<T>& self, Make&& make, bool needs_old, const ch
       m.output_nr = self.output_nr();
     }
   }
-  const auto e = expr::as_node(make(twin));
+  auto e = expr::as_node(make(twin));
   using E = std::remove_cvref_t<decltype(e)>;
   const Shape shape = expr::shape_of(e);
   DL_CHECK(broadcast_shapes(self.shape(), shape) == self.shape(), what, ": output with shape ", self.shape(),
@@ -77,8 +159,9 @@ Tensor<T>& inplace_update(Tensor<T>& self, Make&& make, bool needs_old, const ch
     if (track) expr::for_each_leaf(e, [&](const auto& t) { any = any || autograd::detail::requires_grad(*t.impl()); });
     if (any) {
       DL_CHECK(!self.impl()->is_view, what,
-               ": in-place operations on views are not recorded by dl's autograd when gradients are needed; "
-               "use the out-of-place form (e.g. y = x + 1, dl::cat, dl::where)");
+               ": this view was made with grad mode off, so an in-place operation on it cannot be recorded; "
+               "make the view with grad mode on or use the out-of-place form");
+      snapshot_aliased_leaves(self, e, twin.impl());
       node = std::make_shared<autograd::ExprBackward<E>>(e, self.shape());
     }
   }

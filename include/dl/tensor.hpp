@@ -38,6 +38,10 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   ScalarType dtype = ScalarType::Float;
   bool is_view = false;  // shares storage with the tensor it was made from
+  /// For a view made under grad mode: the tensor at the root of its view chain (never a view
+  /// itself). Autograd uses it to route in-place changes of the view into the base's history
+  /// (CopySlices) and to re-derive the view's history after the base changed in place.
+  std::shared_ptr<TensorImpl> view_base;
   std::shared_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it
 
   void* data() const { return static_cast<char*>(storage->data()) + offset * int64_t(element_size(dtype)); }

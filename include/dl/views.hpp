@@ -204,11 +204,100 @@ class AsStridedBackward : public autograd::Node {
   int64_t offset_;
 };
 
+/// Where a tensor's elements lie in its storage.
+struct Geometry {
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;
+  static Geometry of(const TensorImpl& t) { return {t.shape, t.strides, t.offset}; }
+  /// One past the largest storage position it reaches (its offset when empty).
+  int64_t end() const {
+    int64_t e = offset + 1;
+    for (int d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 0) return offset;
+      e += (shape[d] - 1) * strides[d];
+    }
+    return e;
+  }
+};
+
+/// Gradients of a view and of the base it lives in, computed in a scratch buffer laid out like the
+/// base's storage (from the base's first position on): base and view geometries index it directly,
+/// whatever the base's strides. Plain tensor ops, so under create_graph they record themselves.
+template <class T>
+struct BaseBuffer {
+  Geometry base, view;
+  int64_t first = 0, size = 0;
+  BaseBuffer(const TensorImpl& b, const TensorImpl& v) : base(Geometry::of(b)), view(Geometry::of(v)) {
+    first = base.offset;
+    size = std::max<int64_t>(base.end() - first, 0);
+  }
+  Tensor<T> at(const Tensor<T>& buf, const Geometry& g) const {
+    return buf.as_strided(g.shape, g.strides, numel(g.shape) ? g.offset - first : 0);
+  }
+};
+
+/// Backward of a view whose history was re-derived from its base (after an in-place change of the
+/// base or of a view of it): the gradient lands on the view's elements of a zero base gradient.
+template <class T>
+class ViewOfBaseBackward : public autograd::Node {
+ public:
+  ViewOfBaseBackward(const TensorImpl& base, const TensorImpl& view) : b_(base, view) {}
+  std::string name() const override { return "AsStridedBackward"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    if (!g[0]) return {nullptr};
+    Tensor<T> buf = zeros<T>({b_.size});
+    b_.at(buf, b_.view).copy_(Tensor<T>(g[0]));
+    return {b_.at(buf, b_.base).contiguous().impl()};
+  }
+
+ private:
+  BaseBuffer<T> b_;
+};
+
+/// The base's new history after an in-place op on one of its views (PyTorch's CopySlices):
+/// elements outside the view keep the base's old history (edge 0), the view's elements get the
+/// in-place op's gradient (edge 1, the op's own node, whose input is the view's old value).
+template <class T>
+class CopySlices : public autograd::Node {
+ public:
+  CopySlices(const TensorImpl& base, const TensorImpl& view) : b_(base, view) {}
+  std::string name() const override { return "CopySlices"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    if (!g[0]) return {nullptr, nullptr};
+    const Tensor<T> grad(g[0]);
+    Tensor<T> buf = zeros<T>({b_.size});
+    b_.at(buf, b_.base).copy_(grad);
+    Tensor<T> region = b_.at(buf, b_.view);
+    Tensor<T> view_grad = next_edges()[1].valid() ? region.clone() : Tensor<T>();
+    if (view_grad.defined() && is_grad_enabled()) {  // create_graph: the clone must keep its input intact
+      buf = zeros<T>({b_.size});
+      b_.at(buf, b_.base).copy_(grad);
+      region = b_.at(buf, b_.view);
+    }
+    region.zero_();
+    return {b_.at(buf, b_.base).contiguous().impl(), view_grad.defined() ? view_grad.impl() : nullptr};
+  }
+
+ private:
+  BaseBuffer<T> b_;
+};
+
+template <class T>
+std::shared_ptr<autograd::Node> view_of_base_node(const TensorImplPtr& view) {
+  const TensorImplPtr& base = view->view_base;
+  auto node = std::make_shared<ViewOfBaseBackward<T>>(*base, *view);
+  node->mutable_next_edges().push_back(autograd::gradient_edge(base));
+  node->mutable_outputs().push_back({view->shape, uint8_t(dtype_of<T>)});
+  return node;
+}
+
 /// A view of src with the given geometry; records `make_node()` as its grad_fn when src requires
 /// grad.
 template <class T, class MakeNode>
 Tensor<T> make_view(const Tensor<T>& src, const Shape& shape, const Strides& strides, int64_t offset, MakeNode&& make_node) {
   Tensor<T> v(view_impl(src.impl(), shape, strides, offset));
+  if (floating_scalar<T> && autograd::is_grad_enabled()) v.impl()->view_base = src.impl()->view_base ? src.impl()->view_base : src.impl();
   if (autograd::any_requires_grad(src)) {
     std::shared_ptr<autograd::Node> node = make_node();
     node->mutable_next_edges().push_back(autograd::gradient_edge(src.impl()));
@@ -291,7 +380,7 @@ Tensor<T> Tensor<T>::contiguous() const {
 template <scalar_type T>
 Tensor<T> Tensor<T>::detach() const {
   auto v = detail::view_impl(impl_, impl_->shape, impl_->strides, impl_->offset);
-  v->is_view = impl_->is_view;
+  v->is_view = false;  // shares memory, but starts a history of its own
   return Tensor<T>(v);
 }
 

@@ -91,6 +91,13 @@ inline std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPt
   return {};
 }
 
+}  // namespace autograd
+namespace detail {
+template <class T>
+std::shared_ptr<autograd::Node> view_of_base_node(const TensorImplPtr& view);  // views.hpp
+}  // namespace detail
+namespace autograd {
+
 template <class T>
 void register_grad_ops() {
   static const bool registered = [] {
@@ -108,6 +115,7 @@ void register_grad_ops() {
       ops.clone = [](const TensorImplPtr& t) -> TensorImplPtr {
         return expr::evaluate_raw(expr::apply(expr::Copy{}, Tensor<T>(t))).impl();
       };
+      ops.view_of_base = &dl::detail::view_of_base_node<T>;
     }
     return true;
   }();
@@ -251,14 +259,17 @@ GradSlot<T> Tensor<T>::mutable_grad() const {
 }
 template <scalar_type T>
 bool Tensor<T>::is_leaf() const {
+  if (impl_->view_base) autograd::detail::refresh_view(impl_);
   return !impl_->autograd || !impl_->autograd->grad_fn;
 }
 template <scalar_type T>
 std::shared_ptr<autograd::Node> Tensor<T>::grad_fn() const {
+  if (impl_->view_base) autograd::detail::refresh_view(impl_);
   return impl_->autograd ? impl_->autograd->grad_fn : nullptr;
 }
 template <scalar_type T>
 uint32_t Tensor<T>::output_nr() const {
+  if (impl_->view_base) autograd::detail::refresh_view(impl_);
   return impl_->autograd ? impl_->autograd->output_nr : 0;
 }
 template <scalar_type T>
@@ -297,6 +308,7 @@ void Tensor<T>::register_hook(std::function<Tensor(const Tensor&)> fn) const {
     Tensor r = fn(Tensor(g));
     return r.defined() ? r.impl() : nullptr;
   };
+  if (impl_->view_base) autograd::detail::refresh_view(impl_);
   auto& m = autograd::detail::meta(impl_);
   if (m.grad_fn) m.grad_fn->add_pre_hook(m.output_nr, std::move(hook));
   else m.hooks.push_back(std::move(hook));

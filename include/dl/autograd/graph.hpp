@@ -50,8 +50,9 @@ inline AutogradMeta& meta(const TensorImplPtr& t) {
   return *t->autograd;
 }
 inline bool requires_grad(const TensorImpl& t) {
-  return t.autograd && (t.autograd->requires_grad || t.autograd->grad_fn);
+  return (t.autograd && (t.autograd->requires_grad || t.autograd->grad_fn)) || (t.view_base && requires_grad(*t.view_base));
 }
+void refresh_view(const TensorImplPtr& t);
 }  // namespace detail
 
 /// Accumulates incoming gradients into a leaf's grad().
@@ -71,6 +72,7 @@ class AccumulateGrad : public Node {
 /// The edge a gradient for tensor t must follow: its grad_fn, or the AccumulateGrad of a
 /// trainable leaf, or none.
 inline Edge gradient_edge(const TensorImplPtr& t) {
+  if (t && t->view_base) detail::refresh_view(t);
   if (!t || !t->autograd) return {};
   auto& m = *t->autograd;
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
@@ -91,6 +93,8 @@ struct GradOps {
   TensorImplPtr (*add)(const TensorImplPtr&, const TensorImplPtr&) = nullptr;  // recorded under grad mode
   void (*add_inplace)(const TensorImplPtr& dst, const TensorImplPtr& src) = nullptr;
   TensorImplPtr (*clone)(const TensorImplPtr&) = nullptr;
+  /// The grad_fn of `view` read straight from its base's current history (views.hpp).
+  std::shared_ptr<Node> (*view_of_base)(const TensorImplPtr& view) = nullptr;
 };
 namespace detail {
 inline GradOps& grad_ops_slot(ScalarType t) {
@@ -106,6 +110,22 @@ inline const GradOps& grad_ops(ScalarType t) {
 template <class T>
 void register_grad_ops();  // engine.hpp
 
+namespace detail {
+/// Re-derives the history of a view whose storage changed in place since its grad_fn was set
+/// (the base, or another view of it, was written): the view now reads the base's current value,
+/// so its gradient goes through the base's current grad_fn. PyTorch does the same on access.
+inline void refresh_view(const TensorImplPtr& t) {
+  const TensorImpl& base = *t->view_base;
+  if (!requires_grad(base)) return;
+  auto& m = meta(t);
+  if (m.grad_fn && m.view_version == t->storage->version()) return;
+  if (m.requires_grad && !m.grad_fn) return;  // made a leaf by the user
+  m.grad_fn = grad_ops(t->dtype).view_of_base(t);
+  m.output_nr = 0;
+  m.view_version = t->storage->version();
+}
+}  // namespace detail
+
 /// Makes `node` the grad_fn of `out` (its output `output_nr`).
 template <class T>
 void set_history(const Tensor<T>& out, const std::shared_ptr<Node>& node, uint32_t output_nr = 0) {
@@ -113,6 +133,7 @@ void set_history(const Tensor<T>& out, const std::shared_ptr<Node>& node, uint32
   auto& m = detail::meta(out.impl());
   m.grad_fn = node;
   m.output_nr = output_nr;
+  m.view_version = out.impl()->storage->version();
   auto& outs = node->mutable_outputs();
   if (outs.size() <= output_nr) outs.resize(output_nr + 1);
   outs[output_nr] = {out.shape(), uint8_t(dtype_of<T>)};

@@ -129,6 +129,7 @@ struct AutogradMeta {
   TensorImplPtr grad;                // accumulated gradient (leaves, or retain_grad)
   std::shared_ptr<Node> grad_fn;     // producer; null for leaves
   uint32_t output_nr = 0;
+  uint32_t view_version = 0;         // views: storage version when grad_fn was derived
   std::weak_ptr<Node> grad_accumulator;  // AccumulateGrad of a leaf, created on demand
   std::vector<GradHook> hooks;           // leaf hooks (non-leaf hooks live on grad_fn)
   std::mutex mutex;                      // guards grad accumulation (Hogwild threads)
