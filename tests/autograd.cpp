@@ -270,6 +270,18 @@ TEST_CASE("engine behaviour") {
                          doctest::Contains("one of the variables needed for gradient computation has been modified by an inplace operation"),
                          dl::Error);
   }
+  SUBCASE("only values the backward pass reads are version-checked") {
+    Tensor<float> a = dl::ones({3}).requires_grad_();
+    Tensor<float> h = a * 2.0f, m = dl::tensor<float>({1, -1, 1});
+    Tensor<float> y = h + 1.0f;              // add never reads h: changing h later is fine
+    Tensor<float> z = h * 3.0f;              // nor does a product with a number
+    Tensor<float> w = dl::where(m > 0.0f, a, 0.0f);  // where reads m, which needs no grad
+    h.add_(5.0f);
+    m.fill_(1.0f);
+    Tensor<float>(y.sum() + z.sum()).backward();
+    CHECK(a.grad().at(0) == 8.0f);
+    CHECK_THROWS_WITH_AS(w.sum().backward(), doctest::Contains("modified by an inplace operation"), dl::Error);
+  }
   SUBCASE("in-place ops on non-leaves keep exact gradients") {
     Tensor<float> a = dl::tensor<float>({1, 2, 3}).requires_grad_(), b = dl::tensor<float>({4, 5, 6}).requires_grad_();
     Tensor<float> h = a * 2.0f;

@@ -257,6 +257,33 @@ void describe(std::ostream& os, const N& n, int& leaf) {
   }
 }
 
+/// Ops whose derivatives never read their inputs' values.
+template <class Op>
+inline constexpr bool linear_op = std::is_same_v<Op, expr::Add> || std::is_same_v<Op, expr::Sub> ||
+                                  std::is_same_v<Op, expr::Neg> || std::is_same_v<Op, expr::Copy>;
+template <class To>
+inline constexpr bool linear_op<expr::Cast<To>> = true;
+
+/// Sets read[k] for every leaf k whose value the backward pass of expression N reads: the leaves
+/// under an operand whose value an op's derivative uses. Only those must be unchanged when the
+/// backward pass runs (as PyTorch checks only the tensors an op saves): `y = x + 1` may be
+/// followed by `x.add_(1)`, `y = where(m > 0, a, b)` may not be followed by a change of m.
+template <class N>
+void mark_value_reads(bool* read, bool value_read) {
+  if constexpr (expr::is_leaf_v<N>) {
+    read[0] = value_read;
+  } else if constexpr (expr::is_apply_v<N>) {
+    using V = expr::view_t<N>;
+    using Op = std::remove_cvref_t<decltype(std::declval<N>().op)>;
+    expr::static_for<N::arity>([&](auto I) {
+      using Arg = std::remove_cvref_t<decltype(expr::get<I>(std::declval<N>().args))>;
+      bool reads = !linear_op<Op>;
+      if constexpr (std::is_same_v<Op, expr::Mul>) reads = V::template grad_flows<1 - I>;  // d(a*b)/da = b
+      mark_value_reads<Arg>(read + V::leaf_offsets[I], value_read || reads);
+    });
+  }
+}
+
 }  // namespace detail
 
 /// Gradient dims of a leaf of shape `leaf` inside an expression of shape `out`: the dims (of out)
@@ -284,6 +311,9 @@ class ExprBackward : public Node {
       edges.push_back(gradient_edge(t.impl()));
       versions_.push_back(t.version());
     });
+    std::array<bool, kLeaves + 1> read{};
+    detail::mark_value_reads<N>(read.data(), false);
+    for (size_t k = 0; k < kLeaves; ++k) unchecked_[k] = !read[k];
   }
 
   std::string name() const override {
@@ -317,7 +347,7 @@ class ExprBackward : public Node {
     if (grads.empty() || !grads[0]) return out;
     size_t k = 0;
     expr::for_each_leaf(*expr_, [&](const auto& t) {
-      if (next_edges()[k].valid() && !unchecked_[k]) detail::check_version(*t.impl(), versions_[k], name());
+      if (!unchecked_[k]) detail::check_version(*t.impl(), versions_[k], name());
       ++k;
     });
     const Tensor<T> g(grads[0]);
