@@ -162,6 +162,16 @@ TEST_CASE("second derivatives") {
   CHECK(ag::gradgradcheck([](auto& v) { return dl::sigmoid(v[0] * v[1]) * dl::exp(v[0]); }, {a, b}));
   CHECK(ag::gradgradcheck([](auto& v) { return dl::tanh(v[0]).sum(1); }, {a}));
   CHECK(ag::gradgradcheck([](auto& v) { return dl::pow(v[0], 3).mean() + dl::log(dl::abs(v[1]) + 1.0).sum(); }, {a, b}));
+  // Rules that used raw loops: max(dim), prod, as_strided.
+  const auto pos = rnd({2, 3}, 0.5, 1.5);
+  CHECK(ag::gradgradcheck([](auto& v) { return dl::pow(v[0].max(1).values, 2) + v[0].min(0, true).values.sum(); }, {a}));
+  CHECK(ag::gradgradcheck([](auto& v) { return Tensor<double>(v[0].prod(1).sum() * v[0].prod()); }, {pos}));
+  CHECK(ag::gradgradcheck([](auto& v) { return dl::pow(v[0].as_strided({2, 2}, {1, 3}, 1), 2); }, {a}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].as_strided({3, 2}, {1, 1}, 0) * 1.0; }, {a}));  // overlapping reads
+  Tensor<double> z = dl::tensor<double>({1, 0, 2}).requires_grad_();
+  CHECK(ag::grad<double>({z.prod()}, {z})[0].at(1) == 2.0);  // exact with zeros
+  CHECK_THROWS_WITH_AS(ag::grad<double>({z.prod()}, {z}, {}, {}, /*create_graph=*/true), doctest::Contains("contains zeros"), dl::Error);
+  CHECK(Tensor<double>(dl::pow(a, 0)).sum().item() == 6.0);
 }
 
 TEST_CASE("engine behaviour") {

@@ -44,7 +44,7 @@ unary = {
     "sinh": lambda: x.sinh(), "cosh": lambda: x.cosh(), "tanh": lambda: x.tanh(), "erf": lambda: x.erf(),
     "sigmoid": lambda: x.sigmoid(), "relu": lambda: x.relu(), "reciprocal": lambda: pos.reciprocal(),
     "sign": lambda: x.sign(), "floor": lambda: x.floor(), "ceil": lambda: x.ceil(), "round": lambda: x.round(),
-    "trunc": lambda: x.trunc(), "square": lambda: x.square(), "pow2": lambda: x.pow(2), "pow3": lambda: x.pow(3),
+    "trunc": lambda: x.trunc(), "square": lambda: x.square(), "pow2": lambda: x.pow(2), "pow3": lambda: x.pow(3), "pow0": lambda: x.pow(0),
     "pow2_5": lambda: pos.pow(2.5), "pow_m1_5": lambda: pos.pow(-1.5), "pow0_5": lambda: pos.pow(0.5),
     "clamp": lambda: x.clamp(-0.5, 0.5), "clamp_min": lambda: x.clamp(min=0.2), "clamp_max": lambda: x.clamp(max=-0.2),
 }

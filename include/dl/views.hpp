@@ -171,6 +171,13 @@ class AsStridedBackward : public autograd::Node {
       : in_shape_(in_shape), in_strides_(in_strides), in_offset_(in_offset), shape_(shape), strides_(strides), offset_(offset) {}
   std::string name() const override { return "AsStridedBackward"; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    if (reads_contiguous_input_once()) {
+      // Each input element is read at most once: the gradient is written through the same view
+      // of a zero input-sized buffer (plain ops, so create_graph records them).
+      Tensor<T> buf = zeros<T>({numel(in_shape_)});
+      buf.as_strided(shape_, strides_, offset_ - in_offset_).copy_(Tensor<T>(g[0]));
+      return {buf.view(in_shape_).impl()};
+    }
     const Tensor<T> grad = Tensor<T>(g[0]).contiguous();
     Tensor<T> out = zeros<T>(in_shape_);
     std::unordered_map<int64_t, int64_t> where;  // storage position -> input flat index
@@ -184,6 +191,24 @@ class AsStridedBackward : public autograd::Node {
   }
 
  private:
+  bool reads_contiguous_input_once() const {
+    if (in_strides_ != contiguous_strides(in_shape_) || numel(shape_) == 0) return false;
+    std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims that move
+    int64_t last = offset_;
+    for (int d = 0; d < shape_.size(); ++d)
+      if (shape_[d] > 1) {
+        dims.push_back({strides_[d], shape_[d]});
+        last += (shape_[d] - 1) * strides_[d];
+      }
+    if (offset_ < in_offset_ || last >= in_offset_ + numel(in_shape_)) return false;
+    std::sort(dims.begin(), dims.end());
+    int64_t reach = 1;  // positions spanned by the dims with smaller strides
+    for (auto [stride, size] : dims) {
+      if (stride < reach) return false;
+      reach += (size - 1) * stride;
+    }
+    return true;
+  }
   template <class F>
   static void for_each_position(const Shape& s, const Strides& st, int64_t offset, F&& f) {
     const int64_t n = numel(s);

@@ -328,7 +328,10 @@ struct PowScalar {
       if (p == E(2)) return x * x;
       if (p == E(1)) return x;
       if (p == E(3)) return x * x * x;
-      if (p == E(0.5)) return sqrt(x);
+      if (p == E(0)) return X(S(1));  // also for NaN, as std::pow and PyTorch
+      if constexpr (std::is_floating_point_v<E>) {  // E(0.5) is 0 for an integral E
+        if (p == E(0.5)) return sqrt(x);
+      }
       if (p == E(-1)) return S(1) / x;
       if (p == E(-2)) return S(1) / (x * x);
       return pow(x, X(S(p)));

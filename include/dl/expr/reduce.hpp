@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <numeric>
 
 #include "../autograd/graph.hpp"
 #include "reduce_fwd.hpp"
@@ -262,20 +263,19 @@ class IndexReduceBackward : public autograd::Node {
       : name_(std::move(name)), in_(in), indices_(indices.impl(), name_), dim_(dim), keepdim_(keepdim) {}
   std::string name() const override { return name_; }
   void release_variables() override { indices_.release(); }
+  /// One fused pass, where(position along dim == index, g, 0): differentiable (create_graph).
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
-    const uint32_t mask = in_.size() ? 1u << dim_ : 0u;
-    const Tensor<int64_t> idx = unsqueeze_reduced(Tensor<int64_t>(indices_.unpack()), in_, mask, keepdim_).contiguous();
-    const Tensor<T> g = unsqueeze_reduced(Tensor<T>(grads[0]), in_, mask, keepdim_).contiguous();
-    auto out = make_impl(dtype_of<T>, in_);
-    T* o = static_cast<T*>(out->data());
-    std::fill(o, o + numel(in_), T(0));
-    int64_t outer = 1, inner = 1;
-    const int64_t R = in_.size() ? in_[dim_] : 1;
-    for (int i = 0; i < dim_; ++i) outer *= in_[i];
-    for (int i = dim_ + 1; i < in_.size(); ++i) inner *= in_[i];
-    for (int64_t a = 0; a < outer; ++a)
-      for (int64_t i = 0; i < inner; ++i) o[(a * R + idx.data()[a * inner + i]) * inner + i] += g.data()[a * inner + i];
-    return {out};
+    const Tensor<int64_t> saved(indices_.unpack());
+    if (in_.size() == 0) return {grads[0]};
+    const uint32_t mask = 1u << dim_;
+    const Tensor<int64_t> idx = unsqueeze_reduced(saved, in_, mask, keepdim_);
+    const Tensor<T> g = unsqueeze_reduced(Tensor<T>(grads[0]), in_, mask, keepdim_);
+    Shape along = Dims::filled(in_.size(), 1);
+    along[dim_] = in_[dim_];
+    auto iota = make_impl(ScalarType::Int64, along);
+    std::iota(static_cast<int64_t*>(iota->data()), static_cast<int64_t*>(iota->data()) + in_[dim_], int64_t(0));
+    Tensor<T> grad = expr::where(Tensor<int64_t>(iota) == idx, g, T(0));
+    return {grad.impl()};
   }
 
  private:
@@ -308,6 +308,7 @@ class ProdBackward : public autograd::Node {
   std::string name() const override { return "ProdBackward"; }
   void release_variables() override { input_.release(); }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
+    if (is_grad_enabled()) return {differentiable(Tensor<T>(input_.unpack()), Tensor<T>(grads[0])).impl()};
     const Tensor<T> x = Tensor<T>(input_.unpack()).contiguous();
     const Shape in = x.shape();
     int64_t outer = 1, R = x.numel(), inner = 1;
@@ -337,6 +338,17 @@ class ProdBackward : public autograd::Node {
   }
 
  private:
+  /// create_graph: g * prod / x, recorded (PyTorch's rule when no element is zero).
+  Tensor<T> differentiable(const Tensor<T>& x, const Tensor<T>& g) const {
+    const Tensor<T> xc = x.contiguous();
+    DL_CHECK(std::none_of(xc.data(), xc.data() + xc.numel(), [](T v) { return v == T(0); }),
+             "prod: double backward (create_graph) through an input that contains zeros is not supported (input shape ", x.shape(), ")");
+    const Shape& in = x.shape();
+    if (all_) return Tensor<T>(g * prod(x) / x);
+    const uint32_t mask = in.size() ? 1u << dim_ : 0u;
+    return Tensor<T>(unsqueeze_reduced(g, in, mask, keepdim_) * prod(x, dim_, true) / x);
+  }
+
   autograd::SavedTensor input_;
   int dim_;
   bool all_, keepdim_;
