@@ -140,4 +140,22 @@ int main(int argc, char** argv) {
                   tf * 1e3 / ops, tfb * 1e3 / ops, tf / tiny_fwd, tfb / tiny_fb);
     if (p) pclose(p);
   }
+
+  // In-place ops on views: each row of a [rows, 256] non-leaf scaled in place by a trainable vector
+  // (every write rewrites the base's history; backward runs one CopySlices per row).
+  const int rows = 64;
+  dl::Tensor<float> base_in = dl::randn({rows, 256}).requires_grad_(), w = dl::randn({256}).requires_grad_();
+  const double rows_fb = bench::median_ms(21, [&] {
+    base_in.mutable_grad() = dl::Tensor<float>{};
+    w.mutable_grad() = dl::Tensor<float>{};
+    dl::Tensor<float> y = base_in * 1.0f;
+    for (int i = 0; i < rows; ++i) y[i].mul_(w);
+    y.sum().backward();
+  });
+  std::printf("in-place on views: %d rows of [%d, 256] scaled in place, forward+backward\n", rows, rows);
+  std::printf("  dl       %8.3f ms\n", rows_fb);
+  if (with_torch) {
+    const double t = bench::run_number(bench::python() + " " + script + " rows " + std::to_string(rows) + " 21");
+    if (t > 0) std::printf("  PyTorch  %8.3f ms   PyTorch / dl = %.1fx\n", t, t / rows_fb);
+  }
 }

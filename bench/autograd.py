@@ -1,5 +1,5 @@
 """PyTorch side of bench/autograd.cpp: prints the median time (ms) of one workload.
-usage: autograd.py chain N reps | tiny OPS reps | chain_rss N"""
+usage: autograd.py chain N reps | tiny OPS reps | chain_rss N | rows ROWS reps"""
 import resource
 import sys
 
@@ -44,3 +44,17 @@ elif what == "tiny":
 
     print(median_ms(fwd, reps), flush=True)
     print(median_ms(fwd_bwd, reps))
+elif what == "rows":
+    rows, reps = int(sys.argv[2]), int(sys.argv[3])
+    base_in = torch.randn(rows, 256, requires_grad=True)
+    w = torch.randn(256, requires_grad=True)
+
+    def rows_step():
+        base_in.grad = None
+        w.grad = None
+        y = base_in * 1.0
+        for i in range(rows):
+            y[i].mul_(w)
+        y.sum().backward()
+
+    print(median_ms(rows_step, reps))

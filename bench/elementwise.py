@@ -1,5 +1,5 @@
 """PyTorch side of bench/elementwise.cpp: prints the median time (ms) of one workload.
-usage: elementwise.py chain|sum|chain_backward N reps"""
+usage: elementwise.py chain|sum N reps"""
 import sys
 import torch
 
@@ -15,15 +15,5 @@ def chain():
     return torch.sigmoid(a * b + c) * d
 
 
-def chain_backward():
-    for t in (a, b, c, d):
-        t.grad = None
-    y = torch.sigmoid(a * b + c) * d
-    y.sum().backward()
-
-
-if what == "chain_backward":
-    for t in (a, b, c, d):
-        t.requires_grad_(True)
-f = {"chain": chain, "sum": lambda: a.sum(), "chain_backward": chain_backward}[what]
+f = {"chain": chain, "sum": lambda: a.sum()}[what]
 print(median_ms(f, reps))

@@ -73,12 +73,28 @@ void snapshot_aliased_leaves(const Tensor<T>& self, E& e, const TensorImplPtr& t
   }
 }
 
-/// inplace_update for a view made under grad mode, when the base or the new value needs gradients:
-/// the op is recorded on the view's old value (read through the base's history) and the base's
-/// history becomes CopySlices(old history outside the view, the op inside it). The view's own
-/// history is then read from the base's.
+/// The node of a recorded in-place op (null when no operand needs grad). Operands that alias the
+/// target are snapshotted first; the twin is exempt from the version check when the rules never
+/// read the old value (add_, copy_), so later writes to the target do not matter.
 template <class T, class E>
-Tensor<T>& inplace_update_view(Tensor<T>& self, const E& e, const Tensor<T>& twin, bool needs_old, const char* what) {
+std::shared_ptr<autograd::ExprBackward<E>> inplace_node(const Tensor<T>& self, E& e, const Tensor<T>& twin, bool needs_old) {
+  if constexpr (floating_scalar<T> && expr::is_apply_v<E>) {
+    if (!wants_grad(e)) return nullptr;
+    snapshot_aliased_leaves(self, e, twin.impl());
+    auto node = std::make_shared<autograd::ExprBackward<E>>(e, self.shape());
+    if (!needs_old) node->skip_version_check(twin.impl());
+    return node;
+  } else {
+    return nullptr;
+  }
+}
+
+/// Writes e into a view made under grad mode whose base or new value needs gradients. The base's
+/// history becomes CopySlices: its old history outside the view, `node` (the op, whose input is
+/// the view's old value read through the base) inside it. The view re-derives its own history
+/// from the base's when next used.
+template <class T, class E>
+Tensor<T>& write_view(Tensor<T>& self, const E& e, const std::shared_ptr<autograd::Node>& node, const char* what) {
   const TensorImplPtr& base = self.impl()->view_base;
   for (int d = 0; d < base->shape.size(); ++d)
     DL_CHECK(base->shape[d] <= 1 || base->strides[d] != 0, what,
@@ -86,89 +102,55 @@ Tensor<T>& inplace_update_view(Tensor<T>& self, const E& e, const Tensor<T>& twi
              ") cannot be differentiated; clone() the base first");
   auto slices = std::make_shared<CopySlices<T>>(*base, *self.impl());
   slices->mutable_next_edges().push_back(autograd::gradient_edge(base));
-  std::shared_ptr<autograd::ExprBackward<E>> node;
-  if constexpr (expr::is_apply_v<E>) {
-    bool any = false;
-    expr::for_each_leaf(e, [&](const auto& t) { any = any || autograd::detail::requires_grad(*t.impl()); });
-    if (any) {
-      node = std::make_shared<autograd::ExprBackward<E>>(e, self.shape());
-      node->mutable_outputs().push_back({self.shape(), uint8_t(dtype_of<T>)});
-      if (!needs_old) node->skip_version_check(twin.impl());
-    }
-  }
   slices->mutable_next_edges().push_back(node ? autograd::Edge{node, 0} : autograd::Edge{});
+  if (node) node->mutable_outputs().push_back({self.shape(), uint8_t(dtype_of<T>)});
   expr::assign(self, e);
   self.bump_version();
   autograd::set_history(Tensor<T>(base), slices);
-  autograd::detail::meta(self.impl()).grad_fn = nullptr;  // re-derived from the base on next use
-  (void)what;
+  autograd::detail::meta(self.impl()).grad_fn = nullptr;
   return self;
 }
 
-/// self = make(old self), evaluated in place. `needs_old`: the backward rules read the old value,
-/// so it is kept in a copy; otherwise the twin shares self's memory.
+/// self = make(old self), evaluated in place. Under autograd the expression reads a twin: self
+/// before the write, with self's history (for a view, its history as part of its base). The twin
+/// is a copy when `needs_old` (the backward rules read the old value), else a second handle on
+/// self's memory.
 template <class T, class Make>
 Tensor<T>& inplace_update(Tensor<T>& self, Make&& make, bool needs_old, const char* what) {
   check_inplace_allowed(self, what);
   const bool track = floating_scalar<T> && is_grad_enabled();
-  if constexpr (floating_scalar<T>) {
-    if (const TensorImplPtr& base = self.impl()->view_base; track && base) {
-      // The view's old value, with the history it has as part of the base.
-      Tensor<T> twin = needs_old ? expr::evaluate_raw(expr::apply(expr::Copy{}, self))
-                                 : Tensor<T>(view_impl(self.impl(), self.shape(), self.strides(), self.storage_offset()));
-      const bool base_grad = autograd::detail::requires_grad(*base);
-      if (base_grad) autograd::set_history(twin, dl::detail::view_of_base_node<T>(self.impl()));
-      auto e = expr::as_node(make(twin));
-      bool any = base_grad;
-      if constexpr (expr::is_apply_v<std::remove_cvref_t<decltype(e)>>)
-        expr::for_each_leaf(e, [&](const auto& t) { any = any || autograd::detail::requires_grad(*t.impl()); });
-      if (any) {
-        const Shape shape = expr::shape_of(e);
-        DL_CHECK(broadcast_shapes(self.shape(), shape) == self.shape(), what, ": output with shape ", self.shape(),
-                 " doesn't match the broadcast shape ", broadcast_shapes(self.shape(), shape));
-        check_write_overlap(self, e, what);
-        snapshot_aliased_leaves(self, e, twin.impl());
-        return inplace_update_view(self, e, twin, needs_old, what);
+  const TensorImplPtr base = track ? self.impl()->view_base : nullptr;
+  const bool base_grad = base && autograd::detail::requires_grad(*base);
+  Tensor<T> twin = self;
+  if (track) {
+    twin = needs_old ? expr::evaluate_raw(expr::apply(expr::Copy{}, self))
+                     : Tensor<T>(view_impl(self.impl(), self.shape(), self.strides(), self.storage_offset()));
+    if constexpr (floating_scalar<T>) {
+      if (base_grad) {
+        autograd::set_history(twin, dl::detail::view_of_base_node<T>(self.impl()));
+      } else if (self.requires_grad()) {
+        auto& m = autograd::detail::meta(twin.impl());
+        m.grad_fn = self.grad_fn();
+        m.output_nr = self.output_nr();
       }
     }
   }
-  Tensor<T> twin = self;
-  if (track && (needs_old || self.requires_grad())) {
-    // The twin stands for self before the write, with self's history.
-    if (needs_old) {
-      twin = expr::evaluate_raw(expr::apply(expr::Copy{}, self));
-    } else {
-      twin = Tensor<T>(view_impl(self.impl(), self.shape(), self.strides(), self.storage_offset()));
-    }
-    if (self.requires_grad()) {
-      auto& m = autograd::detail::meta(twin.impl());
-      m.grad_fn = self.grad_fn();
-      m.output_nr = self.output_nr();
-    }
-  }
   auto e = expr::as_node(make(twin));
-  using E = std::remove_cvref_t<decltype(e)>;
   const Shape shape = expr::shape_of(e);
   DL_CHECK(broadcast_shapes(self.shape(), shape) == self.shape(), what, ": output with shape ", self.shape(),
            " doesn't match the broadcast shape ", broadcast_shapes(self.shape(), shape));
   check_write_overlap(self, e, what);
 
-  std::shared_ptr<autograd::ExprBackward<E>> node;
-  if constexpr (floating_scalar<T> && expr::is_apply_v<E>) {
-    bool any = false;
-    if (track) expr::for_each_leaf(e, [&](const auto& t) { any = any || autograd::detail::requires_grad(*t.impl()); });
-    if (any) {
-      DL_CHECK(!self.impl()->is_view, what,
-               ": this view was made with grad mode off, so an in-place operation on it cannot be recorded; "
-               "make the view with grad mode on or use the out-of-place form");
-      snapshot_aliased_leaves(self, e, twin.impl());
-      node = std::make_shared<autograd::ExprBackward<E>>(e, self.shape());
-    }
+  const auto node = inplace_node(self, e, twin, needs_old);
+  if constexpr (floating_scalar<T>) {
+    if (base && (node || base_grad)) return write_view(self, e, node, what);
   }
+  DL_CHECK(!node || !self.impl()->is_view, what,
+           ": this view was made with grad mode off, so an in-place operation on it cannot be recorded; "
+           "make the view with grad mode on or use the out-of-place form");
   expr::assign(self, e);
   self.bump_version();
   if (node) {
-    if (!needs_old) node->skip_version_check(twin.impl());
     autograd::set_history(self, node);
   } else if (track && !self.is_leaf()) {
     // Overwritten without a recorded rule (e.g. fill_): no gradient reaches the old history.

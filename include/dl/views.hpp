@@ -162,6 +162,51 @@ Tensor<T> embed_slice(const Tensor<T>& g, const Shape& in, int dim, int64_t star
   return out;
 }
 
+/// Where a tensor's elements lie in its storage.
+struct Geometry {
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;
+  static Geometry of(const TensorImpl& t) { return {t.shape, t.strides, t.offset}; }
+  /// One past the largest storage position it reaches (its offset when empty).
+  int64_t end() const {
+    int64_t e = offset + 1;
+    for (int d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 0) return offset;
+      e += (shape[d] - 1) * strides[d];
+    }
+    return e;
+  }
+};
+
+/// Gradients of a view and of the base it lives in, computed in a scratch buffer laid out like the
+/// base's storage (from the base's first position on): base and view geometries index it directly,
+/// whatever the base's strides. Plain tensor ops, so under create_graph they record themselves.
+template <class T>
+struct BaseBuffer {
+  Geometry base, view;
+  int64_t first = 0, size = 0;
+  BaseBuffer(Geometry b, Geometry v) : base(std::move(b)), view(std::move(v)) {
+    first = base.offset;
+    size = std::max<int64_t>(base.end() - first, 0);
+  }
+  Tensor<T> at(const Tensor<T>& buf, const Geometry& g) const {
+    return buf.as_strided(g.shape, g.strides, numel(g.shape) ? g.offset - first : 0);
+  }
+  /// The base-shaped gradient whose view elements are g and all others zero.
+  Tensor<T> view_to_base(const Tensor<T>& g) const {
+    Tensor<T> buf = zeros<T>({size});
+    at(buf, view).copy_(g);
+    return at(buf, base).contiguous();
+  }
+  /// A buffer whose base elements are g (no zero fill when the base covers it).
+  Tensor<T> filled(const Tensor<T>& g) const {
+    Tensor<T> buf = base.strides == contiguous_strides(base.shape) ? empty<T>({size}) : zeros<T>({size});
+    at(buf, base).copy_(g);
+    return buf;
+  }
+};
+
 /// Backward of as_strided: each output element's gradient goes to the input element stored at the
 /// same memory position.
 template <class T>
@@ -171,13 +216,8 @@ class AsStridedBackward : public autograd::Node {
       : in_shape_(in_shape), in_strides_(in_strides), in_offset_(in_offset), shape_(shape), strides_(strides), offset_(offset) {}
   std::string name() const override { return "AsStridedBackward"; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
-    if (reads_contiguous_input_once()) {
-      // Each input element is read at most once: the gradient is written through the same view
-      // of a zero input-sized buffer (plain ops, so create_graph records them).
-      Tensor<T> buf = zeros<T>({numel(in_shape_)});
-      buf.as_strided(shape_, strides_, offset_ - in_offset_).copy_(Tensor<T>(g[0]));
-      return {buf.view(in_shape_).impl()};
-    }
+    if (reads_contiguous_input_once())  // differentiable, no position map
+      return {BaseBuffer<T>({in_shape_, in_strides_, in_offset_}, {shape_, strides_, offset_}).view_to_base(Tensor<T>(g[0])).impl()};
     const Tensor<T> grad = Tensor<T>(g[0]).contiguous();
     Tensor<T> out = zeros<T>(in_shape_);
     std::unordered_map<int64_t, int64_t> where;  // storage position -> input flat index
@@ -229,51 +269,16 @@ class AsStridedBackward : public autograd::Node {
   int64_t offset_;
 };
 
-/// Where a tensor's elements lie in its storage.
-struct Geometry {
-  Shape shape;
-  Strides strides;
-  int64_t offset = 0;
-  static Geometry of(const TensorImpl& t) { return {t.shape, t.strides, t.offset}; }
-  /// One past the largest storage position it reaches (its offset when empty).
-  int64_t end() const {
-    int64_t e = offset + 1;
-    for (int d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 0) return offset;
-      e += (shape[d] - 1) * strides[d];
-    }
-    return e;
-  }
-};
-
-/// Gradients of a view and of the base it lives in, computed in a scratch buffer laid out like the
-/// base's storage (from the base's first position on): base and view geometries index it directly,
-/// whatever the base's strides. Plain tensor ops, so under create_graph they record themselves.
-template <class T>
-struct BaseBuffer {
-  Geometry base, view;
-  int64_t first = 0, size = 0;
-  BaseBuffer(const TensorImpl& b, const TensorImpl& v) : base(Geometry::of(b)), view(Geometry::of(v)) {
-    first = base.offset;
-    size = std::max<int64_t>(base.end() - first, 0);
-  }
-  Tensor<T> at(const Tensor<T>& buf, const Geometry& g) const {
-    return buf.as_strided(g.shape, g.strides, numel(g.shape) ? g.offset - first : 0);
-  }
-};
-
 /// Backward of a view whose history was re-derived from its base (after an in-place change of the
 /// base or of a view of it): the gradient lands on the view's elements of a zero base gradient.
 template <class T>
 class ViewOfBaseBackward : public autograd::Node {
  public:
-  ViewOfBaseBackward(const TensorImpl& base, const TensorImpl& view) : b_(base, view) {}
+  ViewOfBaseBackward(const TensorImpl& base, const TensorImpl& view) : b_(Geometry::of(base), Geometry::of(view)) {}
   std::string name() const override { return "AsStridedBackward"; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
     if (!g[0]) return {nullptr};
-    Tensor<T> buf = zeros<T>({b_.size});
-    b_.at(buf, b_.view).copy_(Tensor<T>(g[0]));
-    return {b_.at(buf, b_.base).contiguous().impl()};
+    return {b_.view_to_base(Tensor<T>(g[0])).impl()};
   }
 
  private:
@@ -286,22 +291,19 @@ class ViewOfBaseBackward : public autograd::Node {
 template <class T>
 class CopySlices : public autograd::Node {
  public:
-  CopySlices(const TensorImpl& base, const TensorImpl& view) : b_(base, view) {}
+  CopySlices(const TensorImpl& base, const TensorImpl& view) : b_(Geometry::of(base), Geometry::of(view)) {}
   std::string name() const override { return "CopySlices"; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
     if (!g[0]) return {nullptr, nullptr};
     const Tensor<T> grad(g[0]);
-    Tensor<T> buf = zeros<T>({b_.size});
-    b_.at(buf, b_.base).copy_(grad);
-    Tensor<T> region = b_.at(buf, b_.view);
-    Tensor<T> view_grad = next_edges()[1].valid() ? region.clone() : Tensor<T>();
-    if (view_grad.defined() && is_grad_enabled()) {  // create_graph: the clone must keep its input intact
-      buf = zeros<T>({b_.size});
-      b_.at(buf, b_.base).copy_(grad);
-      region = b_.at(buf, b_.view);
+    Tensor<T> buf = b_.filled(grad);
+    TensorImplPtr view_grad;
+    if (next_edges()[1].valid()) {
+      view_grad = b_.at(buf, b_.view).clone().impl();
+      if (is_grad_enabled()) buf = b_.filled(grad);  // create_graph: the clone's input must stay intact
     }
-    region.zero_();
-    return {b_.at(buf, b_.base).contiguous().impl(), view_grad.defined() ? view_grad.impl() : nullptr};
+    b_.at(buf, b_.view).zero_();
+    return {b_.at(buf, b_.base).contiguous().impl(), view_grad};
   }
 
  private:

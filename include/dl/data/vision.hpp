@@ -95,12 +95,6 @@ class MNIST : public VisionDataset<Transform> {
  protected:
   MNIST(const char* name, std::vector<std::string> classes, const std::filesystem::path& root, bool train, Transform transform);
 };
-template <class Transform>
-MNIST(std::filesystem::path, bool, Transform) -> MNIST<Transform>;
-template <class Transform>
-MNIST(const char*, bool, Transform) -> MNIST<Transform>;
-template <class Transform>
-MNIST(std::string, bool, Transform) -> MNIST<Transform>;
 
 /// Fashion-MNIST (same IDX files as MNIST; also looked for in root/FashionMNIST/raw). Debian's
 /// dataset-fashion-mnist package installs it in /usr/share/datasets/fashion-mnist.
@@ -109,12 +103,6 @@ class FashionMNIST : public MNIST<Transform> {
  public:
   explicit FashionMNIST(const std::filesystem::path& root, bool train = true, Transform transform = {});
 };
-template <class Transform>
-FashionMNIST(std::filesystem::path, bool, Transform) -> FashionMNIST<Transform>;
-template <class Transform>
-FashionMNIST(const char*, bool, Transform) -> FashionMNIST<Transform>;
-template <class Transform>
-FashionMNIST(std::string, bool, Transform) -> FashionMNIST<Transform>;
 
 /// Kuzushiji-MNIST (same IDX files; also looked for in root/KMNIST/raw).
 template <class Transform = transforms::Identity>
@@ -122,12 +110,6 @@ class KMNIST : public MNIST<Transform> {
  public:
   explicit KMNIST(const std::filesystem::path& root, bool train = true, Transform transform = {});
 };
-template <class Transform>
-KMNIST(std::filesystem::path, bool, Transform) -> KMNIST<Transform>;
-template <class Transform>
-KMNIST(const char*, bool, Transform) -> KMNIST<Transform>;
-template <class Transform>
-KMNIST(std::string, bool, Transform) -> KMNIST<Transform>;
 
 /// CIFAR-10, binary version, from `root` or root/cifar-10-batches-bin: data_batch_1.bin ..
 /// data_batch_5.bin (train) or test_batch.bin; records of 1 label byte + 3072 image bytes (CHW).
@@ -136,12 +118,6 @@ class CIFAR10 : public VisionDataset<Transform> {
  public:
   explicit CIFAR10(const std::filesystem::path& root, bool train = true, Transform transform = {});
 };
-template <class Transform>
-CIFAR10(std::filesystem::path, bool, Transform) -> CIFAR10<Transform>;
-template <class Transform>
-CIFAR10(const char*, bool, Transform) -> CIFAR10<Transform>;
-template <class Transform>
-CIFAR10(std::string, bool, Transform) -> CIFAR10<Transform>;
 
 /// CIFAR-100, binary version, from `root` or root/cifar-100-binary: train.bin or test.bin; records
 /// of a coarse label byte, a fine label byte and 3072 image bytes. targets() are the fine labels
@@ -161,12 +137,6 @@ class CIFAR100 : public VisionDataset<Transform> {
 
   Tensor<int64_t> coarse_;
 };
-template <class Transform>
-CIFAR100(std::filesystem::path, bool, Transform) -> CIFAR100<Transform>;
-template <class Transform>
-CIFAR100(const char*, bool, Transform) -> CIFAR100<Transform>;
-template <class Transform>
-CIFAR100(std::string, bool, Transform) -> CIFAR100<Transform>;
 
 // ------------------------------------------------------------------------------ implementation
 

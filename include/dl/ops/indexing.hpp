@@ -161,6 +161,8 @@ void check_index_dims(const Tensor<T>& x, const Tensor<int64_t>& index, int d, c
 template <class T, class Op>
 void scatter_kernel(const Tensor<T>& out, int d, const Tensor<int64_t>& index, const Tensor<T>* src, T value, Op op,
                     const char* what) {
+  check_index_dims(out, index, d, what);
+  if (src) check_index_dims(*src, index, d, what, true);
   const Tensor<int64_t> idx = index.contiguous();
   const int64_t n = out.dim() ? out.shape()[d] : 1;
   int64_t i = 0;
@@ -170,6 +172,24 @@ void scatter_kernel(const Tensor<T>& out, int d, const Tensor<int64_t>& index, c
     for (int a = 0; a < out.dim(); ++a) o += (a == d ? k : p[a]) * out.strides()[a];
     op(out.data()[o], src ? src->data()[offset_of(p, src->strides())] : value);
   });
+}
+
+struct AssignOp {
+  template <class T>
+  void operator()(T& o, T v) const { o = v; }
+};
+struct AddOp {
+  template <class T>
+  void operator()(T& o, T v) const { o += v; }
+};
+
+/// x with the scatter written into a copy (not recorded).
+template <class T, class Op>
+Tensor<T> scattered(const Tensor<T>& x, int d, const Tensor<int64_t>& index, const Tensor<T>* src, T value, Op op, const char* what) {
+  NoGradGuard no_grad;
+  Tensor<T> out = x.clone();
+  scatter_kernel(out, d, index, src, value, op, what);
+  return out;
 }
 
 template <class T>
@@ -304,14 +324,7 @@ Tensor<T> gather(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index) 
 template <scalar_type T>
 Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src) {
   const int d = wrap_dim(dim, x.dim(), "scatter");
-  detail::check_index_dims(x, index, d, "scatter");
-  detail::check_index_dims(src, index, d, "scatter", true);
-  Tensor<T> out;
-  {
-    NoGradGuard no_grad;
-    out = x.clone();
-    detail::scatter_kernel(out, d, index, &src, T(0), [](T& o, T v) { o = v; }, "scatter");
-  }
+  const Tensor<T> out = detail::scattered(x, d, index, &src, T(0), detail::AssignOp{}, "scatter");
   const Tensor<int64_t> idx = index.contiguous();
   return detail::with_grad(out, "ScatterBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{scatter(g, d, idx, T(0)).impl(), gather(g, d, idx).impl()};
@@ -321,13 +334,7 @@ Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index,
 template <scalar_type T>
 Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value) {
   const int d = wrap_dim(dim, x.dim(), "scatter");
-  detail::check_index_dims(x, index, d, "scatter");
-  Tensor<T> out;
-  {
-    NoGradGuard no_grad;
-    out = x.clone();
-    detail::scatter_kernel(out, d, index, static_cast<const Tensor<T>*>(nullptr), value, [](T& o, T v) { o = v; }, "scatter");
-  }
+  const Tensor<T> out = detail::scattered(x, d, index, static_cast<const Tensor<T>*>(nullptr), value, detail::AssignOp{}, "scatter");
   const Tensor<int64_t> idx = index.contiguous();
   return detail::with_grad(out, "ScatterBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{scatter(g, d, idx, T(0)).impl()};
@@ -337,14 +344,7 @@ Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index,
 template <scalar_type T>
 Tensor<T> scatter_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src) {
   const int d = wrap_dim(dim, x.dim(), "scatter_add");
-  detail::check_index_dims(x, index, d, "scatter_add");
-  detail::check_index_dims(src, index, d, "scatter_add", true);
-  Tensor<T> out;
-  {
-    NoGradGuard no_grad;
-    out = x.clone();
-    detail::scatter_kernel(out, d, index, &src, T(0), [](T& o, T v) { o += v; }, "scatter_add");
-  }
+  const Tensor<T> out = detail::scattered(x, d, index, &src, T(0), detail::AddOp{}, "scatter_add");
   const Tensor<int64_t> idx = index.contiguous();
   return detail::with_grad(out, "ScatterAddBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{g.impl(), gather(g, d, idx).impl()};
@@ -565,9 +565,7 @@ template <scalar_type T>
 Tensor<T>& scatter_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src) {
   if (detail::needs_history(x, src)) return detail::assign_result(x, scatter(x, dim, index, src));
   const int d = wrap_dim(dim, x.dim(), "scatter_");
-  detail::check_index_dims(x, index, d, "scatter_");
-  detail::check_index_dims(src, index, d, "scatter_", true);
-  detail::scatter_kernel(x, d, index, &src, T(0), [](T& o, T v) { o = v; }, "scatter_");
+  detail::scatter_kernel(x, d, index, &src, T(0), detail::AssignOp{}, "scatter_");
   x.bump_version();
   return x;
 }
@@ -575,8 +573,7 @@ template <scalar_type T>
 Tensor<T>& scatter_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, T value) {
   if (detail::needs_history(x)) return detail::assign_result(x, scatter(x, dim, index, value));
   const int d = wrap_dim(dim, x.dim(), "scatter_");
-  detail::check_index_dims(x, index, d, "scatter_");
-  detail::scatter_kernel(x, d, index, static_cast<const Tensor<T>*>(nullptr), value, [](T& o, T v) { o = v; }, "scatter_");
+  detail::scatter_kernel(x, d, index, static_cast<const Tensor<T>*>(nullptr), value, detail::AssignOp{}, "scatter_");
   x.bump_version();
   return x;
 }
@@ -584,9 +581,7 @@ template <scalar_type T>
 Tensor<T>& scatter_add_(Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index, const Tensor<T>& src) {
   if (detail::needs_history(x, src)) return detail::assign_result(x, scatter_add(x, dim, index, src));
   const int d = wrap_dim(dim, x.dim(), "scatter_add_");
-  detail::check_index_dims(x, index, d, "scatter_add_");
-  detail::check_index_dims(src, index, d, "scatter_add_", true);
-  detail::scatter_kernel(x, d, index, &src, T(0), [](T& o, T v) { o += v; }, "scatter_add_");
+  detail::scatter_kernel(x, d, index, &src, T(0), detail::AddOp{}, "scatter_add_");
   x.bump_version();
   return x;
 }
