@@ -383,6 +383,14 @@ TEST_CASE("in-place ops on views rewrite the base's history (CopySlices)") {
     Tensor<float> y = saved * saved;
     h[1].add_(1.0f);
     CHECK_THROWS_WITH_AS(y.sum().backward(), doctest::Contains("modified by an inplace operation"), dl::Error);
+    Tensor<float> plain = dl::zeros({2, 2}), row;
+    {
+      dl::NoGradGuard no_grad;
+      row = plain[0];
+    }
+    CHECK_THROWS_WITH_AS(row.copy_(w[1]), doctest::Contains("made with grad mode off"), dl::Error);
+    Tensor<float> expanded = dl::zeros({1, 2}).expand({3, 2}).detach();
+    CHECK_THROWS_WITH_AS(expanded[0].copy_(w[1]), doctest::Contains("view of an expanded tensor"), dl::Error);
   }
 }
 
