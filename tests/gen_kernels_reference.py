@@ -7,48 +7,18 @@ same doubles in Python and C++. Each case stores its parameters ("<case>/params"
 rebuilds the same call, and its outputs and input gradients (float64, int64 for indices).
 Gradients are of loss = (out * det(out.shape, 999)).sum().
 """
-import os
-import struct
-
 import torch
 import torch.nn.functional as F
 
+from refbin import Writer, det
+
 torch.set_default_dtype(torch.float64)
-records = []
-
-
-def det(shape, seed):
-    """Values in [-2, 2): ((i + 1) * 2654435761 + seed * 97531) mod 2^32, scaled (exact in doubles)."""
-    n = 1
-    for s in shape:
-        n *= s
-    i = torch.arange(n, dtype=torch.int64)
-    v = ((i + 1) * 2654435761 + seed * 97531) % (1 << 32)
-    return (v.double() / 2.0**32 * 4 - 2).reshape(shape)
-
-
-def put(name, t):
-    t = torch.as_tensor(t)
-    if t.dtype in (torch.int64, torch.int32, torch.bool):
-        kind, data = 1, t.to(torch.int64).contiguous().numpy().tobytes()
-    else:
-        kind, data = 0, t.detach().to(torch.float64).contiguous().numpy().tobytes()
-    records.append((name, kind, list(t.shape), data))
-
-
-def params(name, values):
-    put(name + "/params", torch.tensor([float(v) for v in values], dtype=torch.float64))
+ref = Writer("kernels_ref.bin")
+put, params, grads = ref.put, ref.params, ref.grads
 
 
 def leaf(t):
     return t.detach().clone().requires_grad_(True) if t.is_contiguous() else t.detach().requires_grad_(True)
-
-
-def grads(name, out, inputs, names):
-    loss = (out * det(out.shape, 999)).sum()
-    gs = torch.autograd.grad(loss, [x for x in inputs], allow_unused=True)
-    for g, n in zip(gs, names):
-        put(f"{name}/g{n}", g if g is not None else torch.zeros(0))
 
 
 def matrix(r, c, layout, seed):
@@ -369,14 +339,4 @@ for k, c in enumerate(adaptive_cases):
         put(name + "/idx", idx)
         grads(name, out, [x], ["x"])
 
-# ------------------------------------------------------------------------------- write
-path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kernels_ref.bin")
-os.makedirs(os.path.dirname(path), exist_ok=True)
-with open(path, "wb") as f:
-    f.write(b"DLREF1\n")
-    for name, kind, shape, data in records:
-        nb = name.encode()
-        f.write(struct.pack("<I", len(nb)) + nb + struct.pack("<BI", kind, len(shape)))
-        f.write(struct.pack(f"<{len(shape)}q", *shape))
-        f.write(data)
-print(f"wrote {len(records)} records, {os.path.getsize(path)} bytes to {path}")
+ref.save()

@@ -13,6 +13,8 @@
 
 #include <dl/dl.hpp>
 
+#include "refbin.hpp"
+
 namespace F = dl::nn::functional;
 using dl::Shape;
 
@@ -20,112 +22,17 @@ namespace {
 
 // ------------------------------------------------------------------------------ references
 
-struct RefArray {
-  Shape shape;
-  std::vector<double> values;   // float64 records
-  std::vector<int64_t> ints;    // int64 records
-  bool is_int = false;
-};
-
-const std::map<std::string, RefArray>& refs() {
-  static const std::map<std::string, RefArray> table = [] {
-    std::map<std::string, RefArray> m;
-    std::ifstream f(std::string(DL_TEST_DATA) + "/kernels_ref.bin", std::ios::binary);
-    REQUIRE_MESSAGE(f.good(), "missing tests/data/kernels_ref.bin (run tests/gen_kernels_reference.py)");
-    char magic[7];
-    f.read(magic, 7);
-    REQUIRE(std::string(magic, 7) == "DLREF1\n");
-    while (true) {
-      uint32_t len = 0;
-      if (!f.read(reinterpret_cast<char*>(&len), 4)) break;
-      std::string name(len, '\0');
-      f.read(name.data(), len);
-      uint8_t kind = 0;
-      uint32_t ndim = 0;
-      f.read(reinterpret_cast<char*>(&kind), 1);
-      f.read(reinterpret_cast<char*>(&ndim), 4);
-      RefArray r;
-      int64_t n = 1;
-      for (uint32_t d = 0; d < ndim; ++d) {
-        int64_t s = 0;
-        f.read(reinterpret_cast<char*>(&s), 8);
-        r.shape.push_back(s);
-        n *= s;
-      }
-      r.is_int = kind == 1;
-      if (r.is_int) {
-        r.ints.resize(size_t(n));
-        f.read(reinterpret_cast<char*>(r.ints.data()), n * 8);
-      } else {
-        r.values.resize(size_t(n));
-        f.read(reinterpret_cast<char*>(r.values.data()), n * 8);
-      }
-      m.emplace(name, std::move(r));
-    }
-    return m;
-  }();
-  return table;
-}
-
-bool has_ref(const std::string& name) { return refs().count(name) > 0; }
-const RefArray& reference(const std::string& name) {
-  auto it = refs().find(name);
-  REQUIRE_MESSAGE(it != refs().end(), "no reference named ", name);
-  return it->second;
-}
-std::vector<double> params(const std::string& c) { return reference(c + "/params").values; }
-
-/// The generator's det(): values in [-2, 2) from an integer hash, identical in Python.
-template <class T>
-dl::Tensor<T> det(const Shape& shape, int64_t seed) {
-  dl::Tensor<T> t = dl::empty<T>(shape);
-  const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    const uint64_t v = (uint64_t(i + 1) * 2654435761ull + uint64_t(seed) * 97531ull) % (uint64_t(1) << 32);
-    t.data()[i] = T(double(v) / 4294967296.0 * 4 - 2);
-  }
-  return t;
-}
+const refbin::File kref("kernels_ref.bin");
+bool has_ref(const std::string& name) { return kref.has(name); }
+std::vector<double> params(const std::string& c) { return kref.params(c); }
+using refbin::backward_weighted;
+using refbin::det;
 
 template <class T>
-constexpr double tolerance() { return std::is_same_v<T, float> ? 3e-5 : 1e-11; }
-
-/// max |got - ref| <= tol * (1 + max |ref|); NaN must match NaN.
-template <class T>
-void check_ref(const dl::Tensor<T>& got_, const std::string& name, double tol = tolerance<T>()) {
-  const RefArray& r = reference(name);
-  REQUIRE_MESSAGE(got_.defined(), name, ": undefined tensor");
-  REQUIRE_MESSAGE(got_.shape() == r.shape, name, ": shape ", got_.shape(), " but PyTorch has ", r.shape);
-  const dl::Tensor<T> got = got_.contiguous();
-  double maxref = 0, maxerr = 0;
-  int64_t where = -1;
-  for (size_t i = 0; i < r.values.size(); ++i) {
-    const double a = double(got.data()[i]), b = r.values[i];
-    if (std::isnan(b)) {
-      CHECK_MESSAGE(std::isnan(a), name, "[", i, "]: expected NaN, got ", a);
-      continue;
-    }
-    maxref = std::max(maxref, std::abs(b));
-    if (!(std::abs(a - b) <= maxerr)) maxerr = std::abs(a - b), where = int64_t(i);
-  }
-  CHECK_MESSAGE(maxerr <= tol * (1 + maxref), name, ": max error ", maxerr, " at flat index ", where, " (max |ref| ", maxref, ")");
+void check_ref(const dl::Tensor<T>& got, const std::string& name) {
+  kref.check(got, name);
 }
-
-void check_ref_int(const dl::Tensor<int64_t>& got_, const std::string& name) {
-  const RefArray& r = reference(name);
-  REQUIRE(got_.shape() == r.shape);
-  const dl::Tensor<int64_t> got = got_.contiguous();
-  int64_t bad = 0;
-  for (size_t i = 0; i < r.ints.size(); ++i) bad += got.data()[i] != r.ints[i];
-  CHECK_MESSAGE(bad == 0, name, ": ", bad, " indices differ");
-}
-
-/// loss = (out * det(out.shape, 999)).sum(), the generator's loss; backpropagated.
-template <class T>
-void backward_weighted(const dl::Tensor<T>& out) {
-  dl::Tensor<T> loss = (out * det<T>(out.shape(), 999)).sum();
-  loss.backward();
-}
+void check_ref_int(const dl::Tensor<int64_t>& got, const std::string& name) { kref.check(got, name); }
 
 /// Runs the body once per GEMM backend (built-in, and CBLAS when dl has it).
 template <class F>
