@@ -79,6 +79,14 @@ class File {
     return it->second;
   }
   std::vector<double> params(const std::string& c) const { return get(c + "/params").values; }
+  /// The keys that start with prefix, with the prefix removed, in sorted order.
+  std::vector<std::string> keys_with_prefix(const std::string& prefix) const {
+    std::vector<std::string> out;
+    const Table& t = table(name_);
+    for (auto it = t.lower_bound(prefix); it != t.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+      out.push_back(it->first.substr(prefix.size()));
+    return out;
+  }
   /// The record as a dl tensor of element type T.
   template <class T>
   dl::Tensor<T> tensor(const std::string& key) const {

@@ -18,7 +18,7 @@ namespace dl::nn::functional {
 /// act(input @ weight.t() + bias): input [..., in], weight [out, in], bias [out] or undefined.
 /// The bias and the activation (an elementwise functor such as dl::expr::Relu{}) are applied to
 /// each output tile while it is still in cache: one pass over the output.
-template <expression E, class Act = detail::Identity, class T = expr::value_type_t<E>>
+template <expression E, class Act = dl::detail::Identity, class T = expr::value_type_t<E>>
 Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias = {}, Act act = {});
 
 /// 2-d convolution: input [N, C, H, W] (or [C, H, W]), weight [O, C / groups, kH, kW], bias [O].

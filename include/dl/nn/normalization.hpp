@@ -1,0 +1,260 @@
+// dl/nn/normalization.hpp — BatchNorm1d/2d/3d, LayerNorm, GroupNorm. train() normalises with the
+// batch statistics and updates the running ones (unbiased variance, num_batches_tracked); eval()
+// uses the running statistics.
+//   nn::BatchNorm2d<16> bn;   nn::BatchNorm2d bn2(16, {.momentum = 0.1});   nn::GroupNorm<2, 6> gn;
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "container.hpp"
+#include "functional/normalization.hpp"
+#include "init.hpp"
+
+namespace dl::nn {
+
+// ------------------------------------------------------------------------------ declarations
+
+/// momentum = std::nullopt: the running statistics are the cumulative average of all batches.
+struct BatchNormOptions {
+  double eps = 1e-5;
+  std::optional<double> momentum = 0.1;
+  bool affine = true;
+  bool track_running_stats = true;
+};
+
+namespace detail {
+
+/// What BatchNorm1d/2d/3d share: affine parameters, running statistics and the forward rule.
+class BatchNormBase : public Module {
+ public:
+  static constexpr Axis feature_axis = Axis::channel;
+  static constexpr bool keeps_axis(Axis) { return true; }
+  Tensor<float> weight, bias;                 // [C] when affine
+  Tensor<float> running_mean, running_var;    // [C] when track_running_stats
+  Tensor<int64_t> num_batches_tracked;        // 0-d
+  int64_t num_features;
+  double eps;
+  std::optional<double> momentum;
+  bool affine, track_running_stats;
+
+  void reset_running_stats();
+  void reset_parameters();
+  int64_t input_size() const { return num_features; }
+  int64_t output_size() const { return num_features; }
+  std::string extra_repr() const override;
+
+ protected:
+  BatchNormBase(int64_t num_features, const BatchNormOptions& o);
+  Tensor<float> run(const Tensor<float>& x);
+};
+
+}  // namespace detail
+
+#define DL_BATCH_NORM(Name, Check, Expected)                                                                   \
+  template <int64_t C = dynamic>                                                                               \
+  class Name;                                                                                                  \
+  template <>                                                                                                  \
+  class Name<dynamic> : public detail::BatchNormBase {                                                         \
+   public:                                                                                                     \
+    static constexpr int64_t static_in_features = dynamic, static_out_features = dynamic;                      \
+    explicit Name(int64_t num_features, const BatchNormOptions& o = {}) : BatchNormBase(num_features, o) {}     \
+    template <expression E>                                                                                    \
+    Tensor<float> forward(const E& input) {                                                                    \
+      const Tensor<float> x(input);                                                                            \
+      DL_CHECK(Check, "expected " Expected " input (got ", x.dim(), "D input)");                               \
+      return run(x);                                                                                           \
+    }                                                                                                          \
+    DL_MODULE(Name, weight, bias)                                                                              \
+    DL_BUFFERS(running_mean, running_var, num_batches_tracked)                                                 \
+  };                                                                                                           \
+  template <int64_t C>                                                                                         \
+  class Name : public Name<> {                                                                                 \
+    static_assert(C > 0, "nn::" #Name "<C>: the channel count must be positive");                              \
+                                                                                                               \
+   public:                                                                                                     \
+    static constexpr int64_t static_in_features = C, static_out_features = C;                                  \
+    explicit Name(const BatchNormOptions& o = {}) : Name<>(C, o) {}                                             \
+  };                                                                                                           \
+  Name(int64_t)->Name<>;                                                                                       \
+  Name(int64_t, const BatchNormOptions&)->Name<>;
+
+/// Batch normalisation over [N, C] or [N, C, L].
+DL_BATCH_NORM(BatchNorm1d, x.dim() == 2 || x.dim() == 3, "2D or 3D")
+/// Batch normalisation over [N, C, H, W].
+DL_BATCH_NORM(BatchNorm2d, x.dim() == 4, "4D")
+/// Batch normalisation over [N, C, D, H, W].
+DL_BATCH_NORM(BatchNorm3d, x.dim() == 5, "5D")
+#undef DL_BATCH_NORM
+
+struct LayerNormOptions {
+  double eps = 1e-5;
+  bool elementwise_affine = true;
+};
+
+/// Normalises over the last dims (normalized_shape), with a learned elementwise affine map.
+class LayerNorm : public Module {
+ public:
+  static constexpr bool keeps_axis(detail::Axis) { return true; }
+  explicit LayerNorm(Shape normalized_shape, const LayerNormOptions& o = {});
+  explicit LayerNorm(int64_t normalized_size, const LayerNormOptions& o = {}) : LayerNorm(Shape{normalized_size}, o) {}
+  Tensor<float> weight, bias;
+  Shape normalized_shape;
+  double eps;
+  bool elementwise_affine;
+  template <expression E>
+  Tensor<float> forward(const E& x) { return functional::layer_norm(x, normalized_shape, weight, bias, eps); }
+  void reset_parameters();
+  std::string extra_repr() const override;
+  DL_MODULE(LayerNorm, weight, bias)
+};
+
+struct GroupNormOptions {
+  double eps = 1e-5;
+  bool affine = true;
+};
+
+/// Normalises groups of channels of [N, C, ...]; num_channels must be divisible by num_groups.
+template <int64_t Groups = dynamic, int64_t Channels = dynamic>
+class GroupNorm;
+
+template <>
+class GroupNorm<dynamic, dynamic> : public Module {
+ public:
+  static constexpr int64_t static_in_features = dynamic, static_out_features = dynamic;
+  static constexpr detail::Axis feature_axis = detail::Axis::channel;
+  static constexpr bool keeps_axis(detail::Axis) { return true; }
+  GroupNorm(int64_t num_groups, int64_t num_channels, const GroupNormOptions& o = {});
+  Tensor<float> weight, bias;
+  int64_t num_groups, num_channels;
+  double eps;
+  bool affine;
+  template <expression E>
+  Tensor<float> forward(const E& x) { return functional::group_norm(x, num_groups, weight, bias, eps); }
+  void reset_parameters();
+  int64_t input_size() const { return num_channels; }
+  int64_t output_size() const { return num_channels; }
+  std::string extra_repr() const override;
+  DL_MODULE(GroupNorm, weight, bias)
+};
+
+template <int64_t Groups, int64_t Channels>
+class GroupNorm : public GroupNorm<> {
+  static_assert(Groups > 0 && Channels > 0 && Channels % Groups == 0,
+                "nn::GroupNorm<Groups, Channels>: the channel count must be a positive multiple of the group count");
+
+ public:
+  static constexpr int64_t static_in_features = Channels, static_out_features = Channels;
+  explicit GroupNorm(const GroupNormOptions& o = {}) : GroupNorm<>(Groups, Channels, o) {}
+};
+
+GroupNorm(int64_t, int64_t) -> GroupNorm<>;
+GroupNorm(int64_t, int64_t, const GroupNormOptions&) -> GroupNorm<>;
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+
+inline BatchNormBase::BatchNormBase(int64_t num_features, const BatchNormOptions& o)
+    : num_features(num_features), eps(o.eps), momentum(o.momentum), affine(o.affine), track_running_stats(o.track_running_stats) {
+  DL_CHECK(num_features > 0, "BatchNorm: num_features must be positive, got ", num_features);
+  DL_CHECK(eps > 0, "BatchNorm: eps must be positive, got ", eps);
+  if (affine) {
+    weight = empty<float>({num_features}).requires_grad_();
+    bias = empty<float>({num_features}).requires_grad_();
+  }
+  if (track_running_stats) {
+    running_mean = empty<float>({num_features});
+    running_var = empty<float>({num_features});
+    num_batches_tracked = zeros<int64_t>({});
+  }
+  reset_parameters();
+}
+
+inline void BatchNormBase::reset_running_stats() {
+  if (!track_running_stats) return;
+  NoGradGuard no_grad;
+  running_mean.zero_();
+  running_var.fill_(1.0f);
+  num_batches_tracked.zero_();
+}
+
+inline void BatchNormBase::reset_parameters() {
+  reset_running_stats();
+  if (affine) {
+    init::ones_(weight);
+    init::zeros_(bias);
+  }
+}
+
+inline Tensor<float> BatchNormBase::run(const Tensor<float>& x) {
+  DL_CHECK(x.size(1) == num_features, type_name(), ": expected input with ", num_features, " channels (dim 1), got input of shape ",
+           x.shape());
+  double factor = momentum.value_or(0.0);
+  if (is_training() && track_running_stats) {
+    {
+      NoGradGuard no_grad;
+      num_batches_tracked.add_(int64_t(1));
+    }
+    if (!momentum) factor = 1.0 / double(num_batches_tracked.item());  // cumulative moving average
+  }
+  // In training the batch statistics are used; in eval too when there are no running statistics.
+  const bool use_batch_stats = is_training() || !running_mean.defined();
+  const bool update = !is_training() || track_running_stats;
+  return functional::batch_norm(x, update ? running_mean : Tensor<float>(), update ? running_var : Tensor<float>(), weight, bias,
+                                use_batch_stats, factor, eps);
+}
+
+inline std::string BatchNormBase::extra_repr() const {
+  return std::to_string(num_features) + ", eps=" + py_float(eps) + ", momentum=" + (momentum ? py_float(*momentum) : "None") +
+         ", affine=" + py_bool(affine) + ", track_running_stats=" + py_bool(track_running_stats);
+}
+
+}  // namespace detail
+
+inline LayerNorm::LayerNorm(Shape normalized_shape, const LayerNormOptions& o)
+    : normalized_shape(normalized_shape), eps(o.eps), elementwise_affine(o.elementwise_affine) {
+  DL_CHECK(normalized_shape.size() > 0, "LayerNorm: normalized_shape must have at least one dimension");
+  if (elementwise_affine) {
+    weight = empty<float>(normalized_shape).requires_grad_();
+    bias = empty<float>(normalized_shape).requires_grad_();
+  }
+  reset_parameters();
+}
+
+inline void LayerNorm::reset_parameters() {
+  if (!elementwise_affine) return;
+  init::ones_(weight);
+  init::zeros_(bias);
+}
+
+inline std::string LayerNorm::extra_repr() const {
+  std::string s = "(";
+  for (int i = 0; i < normalized_shape.size(); ++i) s += (i ? ", " : "") + std::to_string(normalized_shape[i]);
+  s += normalized_shape.size() == 1 ? ",)" : ")";
+  return s + ", eps=" + detail::py_float(eps) + ", elementwise_affine=" + detail::py_bool(elementwise_affine);
+}
+
+inline GroupNorm<>::GroupNorm(int64_t num_groups, int64_t num_channels, const GroupNormOptions& o)
+    : num_groups(num_groups), num_channels(num_channels), eps(o.eps), affine(o.affine) {
+  DL_CHECK(num_groups > 0 && num_channels > 0 && num_channels % num_groups == 0,
+           "num_channels must be divisible by num_groups (num_channels ", num_channels, ", num_groups ", num_groups, ")");
+  if (affine) {
+    weight = empty<float>({num_channels}).requires_grad_();
+    bias = empty<float>({num_channels}).requires_grad_();
+  }
+  reset_parameters();
+}
+
+inline void GroupNorm<>::reset_parameters() {
+  if (!affine) return;
+  init::ones_(weight);
+  init::zeros_(bias);
+}
+
+inline std::string GroupNorm<>::extra_repr() const {
+  return std::to_string(num_groups) + ", " + std::to_string(num_channels) + ", eps=" + detail::py_float(eps) +
+         ", affine=" + detail::py_bool(affine);
+}
+
+}  // namespace dl::nn

@@ -1,0 +1,619 @@
+// Tests of dl/nn.hpp: the Module machinery (names, traversal, modes, hooks, registration, state
+// dicts, printing), every layer and loss module against PyTorch (tests/data/nn_ref.bin and
+// tests/data/nn/, written by tests/gen_nn_reference.py), Sequential's checks and fusions, init,
+// and PyTorch interop (.pth and .safetensors files written by PyTorch).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <dl/dl.hpp>
+#include <dl/nn.hpp>
+
+#include "refbin.hpp"
+
+namespace nn = dl::nn;
+namespace F = dl::nn::functional;
+using dl::Shape;
+using dl::Tensor;
+
+namespace {
+
+const refbin::File ref("nn_ref.bin");
+
+/// The Net, in C++ (LeNet with BatchNorm on 32 x 32 inputs).
+struct Net : nn::Module {
+  nn::Conv2d<1, 6> conv1{5};
+  nn::BatchNorm2d<6> bn1;
+  nn::Conv2d<6, 16> conv2{5};
+  nn::Linear<16 * 5 * 5, 120> fc1;
+  nn::Linear<120, 84> fc2;
+  nn::Linear<> fc3;
+  DL_MODULE(Net, conv1, bn1, conv2, fc1, fc2, fc3)
+  explicit Net(int64_t n_classes = 10) : fc3(84, n_classes) {}
+  Tensor<float> forward(const Tensor<float>& x) {
+    auto y = F::max_pool2d(F::relu(bn1(conv1(x))), 2);
+    y = F::max_pool2d(F::relu(conv2(y)), 2).flatten(1);
+    return fc3(F::relu(fc2(F::relu(fc1(y)))));
+  }
+};
+
+/// The state dict of a reference case ("<name>/sd/<key>"), with each key's dtype taken from the module.
+dl::StateDict reference_state(nn::Module& m, const std::string& name) {
+  dl::StateDict sd;
+  for (const auto& [key, t] : m.state_dict()) {
+    if (t.is<int64_t>()) sd.insert(key, ref.tensor<int64_t>(name + "/sd/" + key));
+    else sd.insert(key, ref.tensor<float>(name + "/sd/" + key));
+  }
+  return sd;
+}
+
+/// Runs a module case of the generator: the same state, train output and gradients, buffers
+/// after the train step, eval output.
+template <class M, class... Extra>
+void check_case(const std::string& name, M& m, const Tensor<float>& x, const Extra&... extra) {
+  INFO("case ", name);
+  // The module has exactly PyTorch's state dict keys.
+  std::vector<std::string> keys;
+  for (const auto& [k, t] : m.state_dict()) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  CHECK(keys == ref.keys_with_prefix(name + "/sd/"));
+  m.load_state_dict(reference_state(m, name));
+  m.train();
+  Tensor<float> out = m(x, extra...);
+  ref.check(out, name + "/train", 1e-4);
+  if (out.requires_grad()) {
+    refbin::backward_weighted(out);
+    if (x.requires_grad()) ref.check(x.grad(), name + "/gx", 1e-4);
+    for (auto& [n, p] : m.named_parameters()) {
+      INFO("parameter ", n);
+      REQUIRE(p.grad().defined());
+      ref.check(p.grad(), name + "/g/" + n, 1e-4);
+    }
+  }
+  for (auto& [n, b] : m.named_buffers()) {
+    if (b.template is<float>()) ref.check(b.template as<float>(), name + "/after/" + n, 1e-4);
+    else if (b.template is<int64_t>()) ref.check(b.template as<int64_t>(), name + "/after/" + n);
+  }
+  m.eval();
+  dl::NoGradGuard no_grad;
+  ref.check(Tensor<float>(m(x.detach(), extra...)), name + "/eval", 1e-4);
+}
+
+Tensor<float> input(Shape s, int64_t seed = 1) { return refbin::det<float>(s, seed).requires_grad_(); }
+
+std::map<std::string, std::string> prints() {
+  std::map<std::string, std::string> m;
+  std::ifstream in(std::string(DL_TEST_DATA) + "/nn/print.txt");
+  REQUIRE(in.good());
+  std::string name, line, body;
+  while (std::getline(in, name)) {
+    body.clear();
+    while (std::getline(in, line) && line != "%%") body += (body.empty() ? "" : "\n") + line;
+    m[name] = body;
+  }
+  return m;
+}
+
+template <class M>
+std::string repr(M& m) {
+  std::ostringstream os;
+  os << m;
+  return os.str();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------ Module machinery
+
+TEST_CASE("named_parameters, buffers, children and modules follow PyTorch's names and order") {
+  Net net;
+  std::vector<std::string> names;
+  for (auto& [n, p] : net.named_parameters()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"conv1.weight", "conv1.bias", "bn1.weight", "bn1.bias", "conv2.weight", "conv2.bias",
+                                          "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"});
+  CHECK(net.parameters().size() == 12);
+  int64_t count = 0;
+  for (const auto& p : net.parameters()) count += p.numel();
+  CHECK(count == 6 * 25 + 6 + 12 + 16 * 6 * 25 + 16 + 400 * 120 + 120 + 120 * 84 + 84 + 84 * 10 + 10);
+  CHECK(net.parameters(/*recurse=*/false).empty());
+  std::vector<std::string> bufs;
+  for (auto& [n, b] : net.named_buffers()) bufs.push_back(n);
+  CHECK(bufs == std::vector<std::string>{"bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked"});
+  CHECK(net.buffers()[2].is<int64_t>());
+  std::vector<std::string> kids;
+  for (auto& [n, c] : net.named_children()) kids.push_back(n + ":" + c->type_name());
+  CHECK(kids == std::vector<std::string>{"conv1:Conv2d", "bn1:BatchNorm2d", "conv2:Conv2d", "fc1:Linear", "fc2:Linear", "fc3:Linear"});
+  const auto mods = net.named_modules();
+  REQUIRE(mods.size() == 7);
+  CHECK(mods[0].first == "");
+  CHECK(mods[0].second == &net);
+  CHECK(mods[3].first == "conv2");
+  auto seq = nn::Sequential(nn::Sequential(nn::Linear(2, 3)), nn::ReLU());
+  std::vector<std::string> deep;
+  for (auto& [n, m] : seq.named_modules()) deep.push_back(n);
+  CHECK(deep == std::vector<std::string>{"", "0", "0.0", "1"});
+  for (auto& [n, p] : seq.named_parameters()) CHECK((n == "0.0.weight" || n == "0.0.bias"));
+}
+
+TEST_CASE("apply visits children first; as<Layer>() matches any size; train/eval propagate") {
+  Net net;
+  std::vector<std::string> order;
+  net.apply([&](nn::Module& m) { order.push_back(m.type_name()); });
+  CHECK(order == std::vector<std::string>{"Conv2d", "BatchNorm2d", "Conv2d", "Linear", "Linear", "Linear", "Net"});
+  int linears = 0;
+  net.apply([&](nn::Module& m) {
+    if (auto* l = m.as<nn::Linear>()) {
+      ++linears;
+      nn::init::constant_(l->weight, 1.0);
+    }
+  });
+  CHECK(linears == 3);  // static (fc1, fc2) and run-time (fc3) sizes alike
+  CHECK(net.fc1.weight.min().item() == 1.0f);
+  CHECK(net.fc3.weight.max().item() == 1.0f);
+  CHECK(net.conv1.as<nn::Linear>() == nullptr);
+  CHECK(net.as<Net>() == &net);
+  CHECK(net.conv1.as<nn::Conv2d>() == &net.conv1);
+  nn::Linear<>& any_linear = net.fc1;  // the static form derives from the run-time one
+  CHECK(any_linear.in_features == 400);
+  CHECK(net.is_training());
+  net.eval();
+  for (nn::Module* m : net.modules()) CHECK_FALSE(m->is_training());
+  net.train();
+  CHECK(net.bn1.is_training());
+}
+
+TEST_CASE("zero_grad sets gradients to none (or zeros); requires_grad_ freezes") {
+  Net net;
+  Tensor<float> out = net(input({2, 1, 32, 32}));
+  out.sum().backward();
+  for (auto& p : net.parameters()) CHECK(p.grad().defined());
+  net.zero_grad(/*set_to_none=*/false);
+  for (auto& p : net.parameters()) CHECK(p.grad().abs().sum().item() == 0.0f);
+  net.zero_grad();
+  for (auto& p : net.parameters()) CHECK_FALSE(p.grad().defined());
+  net.conv1.requires_grad_(false);
+  CHECK_FALSE(net.conv1.weight.requires_grad());
+  Tensor<float>(net(input({2, 1, 32, 32}))).sum().backward();
+  CHECK_FALSE(net.conv1.weight.grad().defined());
+  CHECK(net.conv2.weight.grad().defined());
+}
+
+TEST_CASE("run-time registration of parameters, buffers and modules") {
+  struct Dyn : nn::Module {
+    DL_MODULE(Dyn)
+    Tensor<float> forward(const Tensor<float>& x) { return x; }
+  } m;
+  auto w = m.register_parameter("w", dl::ones({2}));
+  CHECK(w.requires_grad());
+  m.register_buffer("steps", dl::zeros<int64_t>({}));
+  auto& lin = m.register_module("proj", nn::Linear(2, 3));
+  CHECK(lin.out_features == 3);
+  std::vector<std::string> keys = m.state_dict().keys();
+  CHECK(keys == std::vector<std::string>{"w", "steps", "proj.weight", "proj.bias"});
+  CHECK_THROWS_WITH_AS(m.register_parameter("w", dl::ones({1})), doctest::Contains("attribute 'w' already exists"), dl::Error);
+  CHECK_THROWS_WITH_AS(m.register_buffer("a.b", dl::ones({1})), doctest::Contains("can't contain \".\""), dl::Error);
+  Tensor<float> leaf = dl::ones({2}).requires_grad_();
+  CHECK_THROWS_WITH_AS(m.register_parameter("nl", Tensor<float>(leaf * 2.0f)), doctest::Contains("not a leaf"), dl::Error);
+  CHECK_THROWS_WITH_AS(m.parameters<double>(), doctest::Contains("parameter w is float32"), dl::Error);
+}
+
+TEST_CASE("forward hooks and pre-hooks see and replace tensors; remove() unregisters") {
+  nn::Linear lin(3, 2);
+  std::vector<std::string> log;
+  auto pre = lin.register_forward_pre_hook([&](nn::Module& m, std::vector<dl::AnyTensor>& in) {
+    log.push_back("pre " + m.type_name());
+    in[0] = Tensor<float>(in[0].as<float>() * 0.0f);  // replaces the input
+  });
+  auto post = lin.register_forward_hook([&](nn::Module&, const std::vector<dl::AnyTensor>& in, dl::AnyTensor& out) {
+    log.push_back("post");
+    CHECK(in[0].as<float>().abs().sum().item() == 0.0f);
+    out = Tensor<float>(out.as<float>() + 1.0f);
+  });
+  Tensor<float> y = lin(dl::ones({4, 3}));
+  CHECK(log == std::vector<std::string>{"pre Linear", "post"});
+  Tensor<float> expect = lin.bias + 1.0f;
+  CHECK(dl::allclose(y[0], expect));
+  pre.remove();
+  post.remove();
+  CHECK_FALSE(lin.has_forward_hooks());
+  Tensor<float> z = lin(dl::ones({1, 3}));
+  CHECK(log.size() == 2);
+  Tensor<float> plain = F::linear(dl::ones({1, 3}), lin.weight, lin.bias);
+  CHECK(dl::allclose(z, plain));
+}
+
+TEST_CASE("printouts are PyTorch's text") {
+  const auto p = prints();
+  Net net;
+  CHECK(repr(net) == p.at("net"));
+  auto seq = nn::Sequential(nn::Linear<784, 128>(), nn::ReLU(), nn::Linear<128, 10>());
+  CHECK(repr(seq) == p.at("seq"));
+  nn::Sequential named({{"conv1", nn::Conv2d(3, 3, 3)}, {"bn1", nn::BatchNorm2d(3)}, {"relu1", nn::ReLU()}});
+  CHECK(repr(named) == p.at("named"));
+  nn::ModuleList list(nn::Dropout(0.25), nn::Identity());
+  nn::ModuleDict dict({{"head", nn::Linear(4, 2)}});
+  auto nested = nn::Sequential(nn::Sequential(nn::Conv2d(1, 4, 3, {.padding = 1, .bias = false}), nn::BatchNorm2d(4, {.momentum = std::nullopt})),
+                               std::move(list), nn::Flatten(), std::move(dict));
+  CHECK(repr(nested) == p.at("nested"));
+  nn::Sequential layers;
+  layers.push_back(nn::Conv1d(2, 4, 3, {.padding_mode = "reflect"}))
+      .push_back(nn::Conv3d(2, 4, 3))
+      .push_back(nn::ConvTranspose2d(4, 2, 3, {.stride = 2, .output_padding = 1}))
+      .push_back(nn::MaxPool2d(3, {.stride = 2, .padding = 1, .ceil_mode = true}))
+      .push_back(nn::AvgPool2d(2))
+      .push_back(nn::AdaptiveAvgPool2d({1, 1}))
+      .push_back(nn::AdaptiveMaxPool2d(2))
+      .push_back(nn::MaxPool1d(2))
+      .push_back(nn::AvgPool1d(3))
+      .push_back(nn::LayerNorm(10))
+      .push_back(nn::GroupNorm(2, 6))
+      .push_back(nn::Embedding(10, 3, {.padding_idx = 0}))
+      .push_back(nn::Bilinear(5, 4, 3))
+      .push_back(nn::Unflatten(1, {2, 5}))
+      .push_back(nn::ZeroPad2d(1))
+      .push_back(nn::ConstantPad2d({1, 2, 3, 4}, 3.5))
+      .push_back(nn::Dropout2d(0.2))
+      .push_back(nn::ReLU(/*inplace=*/true))
+      .push_back(nn::LeakyReLU())
+      .push_back(nn::ELU())
+      .push_back(nn::GELU())
+      .push_back(nn::GELU("tanh"))
+      .push_back(nn::Softplus())
+      .push_back(nn::Hardtanh())
+      .push_back(nn::PReLU())
+      .push_back(nn::Softmax(1))
+      .push_back(nn::LogSoftmax(1))
+      .push_back(nn::SiLU())
+      .push_back(nn::Mish())
+      .push_back(nn::SELU())
+      .push_back(nn::Sigmoid())
+      .push_back(nn::Tanh())
+      .push_back(nn::BatchNorm1d(5, {.affine = false}))
+      .push_back(nn::CrossEntropyLoss())
+      .push_back(nn::MSELoss());
+  CHECK(repr(layers) == p.at("layers"));
+  nn::ParameterList params{dl::zeros({10, 10}), dl::zeros({3})};
+  CHECK(repr(params) == p.at("paramlist"));
+}
+
+// ------------------------------------------------------------------------------ layers against PyTorch
+
+TEST_CASE("linear, bilinear, flatten and unflatten modules") {
+  nn::Linear lin(5, 3);
+  check_case("linear", lin, input({4, 5}));
+  nn::Linear<5, 3> nobias(/*bias=*/false);
+  CHECK_FALSE(nobias.bias.defined());
+  check_case("linear_nobias", nobias, input({2, 3, 5}));
+  nn::Bilinear bil(3, 4, 2);
+  check_case("bilinear", bil, input({5, 3}), refbin::det<float>({5, 4}, 7));
+  nn::Flatten flat;
+  check_case("flatten", flat, input({2, 3, 4}));
+  nn::Unflatten unflat(1, {2, 3});
+  check_case("unflatten", unflat, input({4, 6}));
+}
+
+TEST_CASE("convolution modules") {
+  nn::Conv1d c1(2, 4, 3, {.stride = 2, .padding = 1});
+  check_case("conv1d", c1, input({2, 2, 9}));
+  nn::Conv2d<3, 4> c2(3, {.stride = 1, .padding = 1, .bias = false});
+  check_case("conv2d", c2, input({2, 3, 6, 5}));
+  nn::Conv2d cg(4, 6, {3, 2}, {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2});
+  check_case("conv2d_groups", cg, input({2, 4, 7, 6}));
+  nn::Conv2d cr(2, 3, 3, {.padding = 1, .padding_mode = "reflect"});
+  check_case("conv2d_reflect", cr, input({1, 2, 5, 5}));
+  nn::Conv2d cc(2, 3, 3, {.padding = 2, .padding_mode = "circular"});
+  check_case("conv2d_circular", cc, input({1, 2, 5, 6}));
+  nn::Conv3d c3(2, 3, 2, {.stride = {1, 2, 1}, .padding = 1});
+  check_case("conv3d", c3, input({1, 2, 4, 5, 3}));
+  nn::ConvTranspose1d t1(3, 2, 3, {.stride = 2, .output_padding = 1});
+  check_case("convt1d", t1, input({2, 3, 5}));
+  nn::ConvTranspose2d t2(4, 2, 3, {.stride = 2, .padding = 1, .output_padding = 1, .groups = 2});
+  check_case("convt2d", t2, input({1, 4, 3, 4}));
+  CHECK_THROWS_WITH_AS(nn::Conv2d(3, 4, 3, {.groups = 2}), doctest::Contains("in_channels must be divisible by groups"), dl::Error);
+  CHECK_THROWS_WITH_AS(nn::Conv2d(2, 4, 3, {.padding_mode = "mirror"}), doctest::Contains("padding_mode must be one of"), dl::Error);
+  CHECK_THROWS_WITH_AS(nn::Conv2d(2, 4, 0), doctest::Contains("kernel_size must be positive"), dl::Error);
+}
+
+TEST_CASE("pooling modules") {
+  nn::MaxPool2d mp(3, {.stride = 2, .padding = 1, .ceil_mode = true});
+  check_case("maxpool2d", mp, input({2, 3, 7, 6}));
+  auto [values, indices] = mp.forward_with_indices(input({2, 3, 7, 6}));
+  CHECK(values.shape() == indices.shape());
+  nn::MaxPool1d mp1(2);
+  check_case("maxpool1d", mp1, input({2, 3, 7}));
+  nn::AvgPool2d ap(3, {.stride = 2, .padding = 1, .count_include_pad = false});
+  check_case("avgpool2d", ap, input({2, 2, 6, 7}));
+  nn::AvgPool1d ap1(3, {.stride = 2});
+  check_case("avgpool1d", ap1, input({2, 2, 9}));
+  nn::AdaptiveAvgPool2d aa({2, 3});
+  check_case("adaptiveavg2d", aa, input({2, 3, 7, 8}));
+  nn::AdaptiveMaxPool2d am(2);
+  check_case("adaptivemax2d", am, input({2, 3, 5, 5}));
+  nn::AdaptiveAvgPool1d aa1(3);
+  check_case("adaptiveavg1d", aa1, input({2, 3, 8}));
+}
+
+TEST_CASE("normalization modules: batch statistics and running updates in train, running statistics in eval") {
+  nn::BatchNorm1d<4> b1;
+  check_case("bn1d", b1, input({6, 4}));
+  CHECK(b1.num_batches_tracked.item() == 4);  // the reference state had 3
+  nn::BatchNorm1d b13(3, {.momentum = std::nullopt});
+  check_case("bn1d_3d", b13, input({4, 3, 5}));
+  nn::BatchNorm2d b2(3);
+  check_case("bn2d", b2, input({4, 3, 5, 4}));
+  nn::BatchNorm2d b2n(3, {.momentum = 0.3, .affine = false});
+  check_case("bn2d_noaffine", b2n, input({2, 3, 4, 4}));
+  nn::BatchNorm2d b2s(3, {.track_running_stats = false});
+  check_case("bn2d_nostats", b2s, input({2, 3, 4, 4}));
+  nn::BatchNorm3d b3(2);
+  check_case("bn3d", b3, input({2, 2, 3, 3, 2}));
+  nn::LayerNorm ln({4, 5});
+  check_case("layernorm", ln, input({3, 4, 5}));
+  nn::GroupNorm<2, 6> gn;
+  check_case("groupnorm", gn, input({2, 6, 3, 4}));
+  CHECK_THROWS_WITH_AS(b2(input({4, 3, 5})), doctest::Contains("expected 4D input (got 3D input)"), dl::Error);
+  CHECK_THROWS_WITH_AS(b2(input({4, 2, 5, 5})), doctest::Contains("expected input with 3 channels"), dl::Error);
+  CHECK_THROWS_WITH_AS(nn::GroupNorm(4, 6), doctest::Contains("num_channels must be divisible by num_groups"), dl::Error);
+}
+
+TEST_CASE("embedding, PReLU, padding and dropout modules") {
+  nn::Embedding emb(10, 4, {.padding_idx = 2});
+  dl::NoGradGuard* none = nullptr;
+  (void)none;
+  {
+    Tensor<double> d = refbin::det<double>({3, 5}, 1);
+    Tensor<int64_t> idx = dl::empty<int64_t>({3, 5});
+    for (int64_t i = 0; i < 15; ++i) idx.data()[i] = std::abs(int64_t(d.data()[i] * 1000)) % 10;
+    INFO("case embedding");
+    emb.load_state_dict(reference_state(emb, "embedding"));
+    Tensor<float> out = emb(idx);
+    ref.check(out, "embedding/train", 1e-5);
+    refbin::backward_weighted(out);
+    ref.check(emb.weight.grad(), "embedding/g/weight", 1e-5);
+  }
+  nn::PReLU prelu(3);
+  check_case("prelu", prelu, input({2, 3, 4}));
+  nn::ZeroPad2d zp({1, 2, 0, 1});
+  check_case("zeropad2d", zp, input({1, 2, 3, 3}));
+  nn::ReflectionPad2d rp(1);
+  check_case("reflpad2d", rp, input({1, 2, 3, 3}));
+  nn::Dropout drop(0.5);
+  dl::manual_seed(3);
+  Tensor<float> x = dl::ones({1000});
+  Tensor<float> y = drop(x);
+  const double kept = dl::sum(y > 0.0f).item();
+  CHECK(kept > 400);
+  CHECK(kept < 600);
+  CHECK(y.max().item() == doctest::Approx(2.0));
+  drop.eval();
+  CHECK(dl::allclose(Tensor<float>(drop(x)), x));
+  CHECK_THROWS_WITH_AS(nn::Dropout(1.5), doctest::Contains("dropout probability has to be between 0 and 1, but got 1.5"), dl::Error);
+}
+
+TEST_CASE("activation modules") {
+  for (const char* n : {"relu", "relu6", "leakyrelu", "elu", "selu", "gelu", "gelu_tanh", "silu", "mish", "sigmoid", "tanh",
+                        "softplus", "hardtanh", "softmax", "logsoftmax"}) {
+    const std::string name = std::string("act_") + n;
+    const Tensor<float> x = input({3, 4, 5});
+    if (name == "act_relu") { nn::ReLU m; check_case(name, m, x); }
+    if (name == "act_relu6") { nn::ReLU6 m; check_case(name, m, x); }
+    if (name == "act_leakyrelu") { nn::LeakyReLU m(0.2); check_case(name, m, x); }
+    if (name == "act_elu") { nn::ELU m(0.5); check_case(name, m, x); }
+    if (name == "act_selu") { nn::SELU m; check_case(name, m, x); }
+    if (name == "act_gelu") { nn::GELU m; check_case(name, m, x); }
+    if (name == "act_gelu_tanh") { nn::GELU m("tanh"); check_case(name, m, x); }
+    if (name == "act_silu") { nn::SiLU m; check_case(name, m, x); }
+    if (name == "act_mish") { nn::Mish m; check_case(name, m, x); }
+    if (name == "act_sigmoid") { nn::Sigmoid m; check_case(name, m, x); }
+    if (name == "act_tanh") { nn::Tanh m; check_case(name, m, x); }
+    if (name == "act_softplus") { nn::Softplus m(2, 1); check_case(name, m, x); }
+    if (name == "act_hardtanh") { nn::Hardtanh m(-0.5, 0.7); check_case(name, m, x); }
+    if (name == "act_softmax") { nn::Softmax m(1); check_case(name, m, x); }
+    if (name == "act_logsoftmax") { nn::LogSoftmax m(-1); check_case(name, m, x); }
+  }
+  nn::ReLU inplace(true);
+  Tensor<float> x = dl::tensor<float>({-1, 2, -3});
+  Tensor<float> y = inplace(x);
+  CHECK(x.data()[0] == 0.0f);  // the input was overwritten, as PyTorch's inplace=True
+  CHECK(y.data()[1] == 2.0f);
+  CHECK_THROWS_WITH_AS(nn::GELU("fast"), doctest::Contains("approximate argument must be either none or tanh"), dl::Error);
+}
+
+TEST_CASE("loss modules") {
+  Tensor<int64_t> tgt = dl::tensor<int64_t>({1, 0, 3, 2, 1, 1});
+  nn::CrossEntropyLoss ce({.label_smoothing = 0.1});
+  check_case("loss_ce", ce, input({6, 4}), tgt);
+  nn::CrossEntropyLoss cew({.weight = dl::tensor<float>({1, 2, 0.5, 1.5}), .ignore_index = 3});
+  check_case("loss_ce_weight", cew, input({6, 4}), tgt);
+  nn::NLLLoss nll({.reduction = nn::Reduction::sum});
+  check_case("loss_nll", nll, input({6, 4}), tgt);
+  nn::MSELoss mse;
+  check_case("loss_mse", mse, input({3, 4}), refbin::det<float>({3, 4}, 5));
+  nn::BCEWithLogitsLoss bce({.pos_weight = dl::tensor<float>({1, 2, 3, 0.5})});
+  Tensor<float> t = Tensor<float>(dl::cast<float>(refbin::det<float>({3, 4}, 5) > 0.0f));
+  check_case("loss_bcelogits", bce, input({3, 4}), t);
+}
+
+// ------------------------------------------------------------------------------ Sequential
+
+TEST_CASE("static Sequential: fused Linear+ReLU epilogues and elementwise runs give PyTorch's results") {
+  auto seq = nn::Sequential(nn::Linear<6, 5>(), nn::ReLU(), nn::Linear<5, 4>(), nn::ReLU(), nn::Dropout(0.0), nn::Sigmoid(),
+                            nn::Tanh(), nn::Linear<4, 2>());
+  check_case("seq_mlp", seq, input({3, 6}));
+  // Dropout -> Sigmoid -> Tanh is one fused pass: one autograd node for the three.
+  auto act = nn::Sequential(nn::Dropout(0.0), nn::Sigmoid(), nn::Tanh());
+  Tensor<float> y = act(input({2, 3}));
+  CHECK(y.grad_fn()->name() == "TanhBackward");
+  std::vector<std::string> names;
+  for (auto& [n, c] : seq.named_children()) names.push_back(n);
+  CHECK(names.size() == 8);
+  CHECK(names[7] == "7");
+  CHECK(seq.get<2>().out_features == 4);
+  CHECK(seq[2].type_name() == "Linear");
+}
+
+TEST_CASE("Sequential with run-time sizes checks adjacent layers when built") {
+  CHECK_NOTHROW(nn::Sequential(nn::Linear(784, 128), nn::ReLU(), nn::Linear(128, 10)));
+  CHECK_THROWS_WITH_AS(nn::Sequential(nn::Linear(784, 128), nn::ReLU(), nn::Linear(100, 10)),
+                       doctest::Contains("layer 2 (Linear) takes 100 features but layer 1 (ReLU) produces 128"), dl::Error);
+  CHECK_THROWS_WITH_AS(nn::Sequential(nn::Conv2d(1, 6, 5), nn::BatchNorm2d(8)),
+                       doctest::Contains("takes 8 channels but layer 0 (Conv2d) produces 6"), dl::Error);
+  nn::Sequential dyn;
+  dyn.add_module("fc", nn::Linear(4, 3)).add_module("act", nn::ReLU()).add_module("out", nn::Linear(5, 2));
+  CHECK_THROWS_WITH_AS(dyn(dl::ones({2, 4})), doctest::Contains("Sequential layer out (Linear): linear: input has 3 features"), dl::Error);
+  CHECK_THROWS_WITH_AS(dyn[7], doctest::Contains("index 7 is out of range"), dl::Error);
+  nn::Sequential bil;
+  bil.push_back(nn::Bilinear(2, 2, 2));
+  CHECK_THROWS_WITH_AS(bil(dl::ones({1, 2})), doctest::Contains("cannot be called with one float tensor"), dl::Error);
+}
+
+// ------------------------------------------------------------------------------ state dicts
+
+TEST_CASE("state_dict and load_state_dict: PyTorch's keys, errors naming keys and shapes") {
+  Net a, b;
+  dl::StateDict sd = a.state_dict();
+  CHECK(sd.size() == 15);
+  CHECK(sd.at("bn1.num_batches_tracked").is<int64_t>());
+  b.load_state_dict(sd);
+  for (auto& [n, p] : b.named_parameters()) CHECK(dl::equal(p, sd.at(n).as<float>()));
+  // Values are copied, not shared.
+  a.fc1.bias.data()[0] += 1;
+  CHECK(b.fc1.bias.data()[0] != a.fc1.bias.data()[0]);
+
+  dl::StateDict bad = a.state_dict();
+  bad.erase("fc3.bias");
+  bad.insert("fc4.weight", dl::zeros({1}));
+  CHECK_THROWS_WITH_AS(b.load_state_dict(bad),
+                       doctest::Contains("Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: \"fc3.bias\". "
+                                         "\n\tUnexpected key(s) in state_dict: \"fc4.weight\". "),
+                       dl::Error);
+  const nn::LoadResult r = b.load_state_dict(bad, /*strict=*/false);
+  CHECK(r.missing_keys == std::vector<std::string>{"fc3.bias"});
+  CHECK(r.unexpected_keys == std::vector<std::string>{"fc4.weight"});
+  dl::StateDict wrong = a.state_dict();
+  wrong.insert("conv1.weight", dl::zeros({6, 1, 3, 3}));
+  CHECK_THROWS_WITH_AS(b.load_state_dict(wrong, false),
+                       doctest::Contains("size mismatch for conv1.weight: copying a param with shape [6, 1, 3, 3] from checkpoint, "
+                                         "the shape in current model is [6, 1, 5, 5]."),
+                       dl::Error);
+  dl::StateDict dtype = a.state_dict();
+  dtype.insert("bn1.num_batches_tracked", dl::zeros<float>({}));
+  CHECK_THROWS_WITH_AS(b.load_state_dict(dtype), doctest::Contains("bn1.num_batches_tracked"), dl::Error);
+  // float64 checkpoints load into float32 modules (converted), as PyTorch's copy_ does.
+  dl::StateDict dbl = a.state_dict();
+  dbl.insert("fc3.bias", dl::ones<double>({10}));
+  b.load_state_dict(dbl);
+  CHECK(b.fc3.bias.sum().item() == 10.0f);
+}
+
+TEST_CASE("weights written by PyTorch (.pth and .safetensors) reproduce PyTorch's outputs; dl's files read back") {
+  const std::string dir = std::string(DL_TEST_DATA) + "/nn/";
+  for (const char* file : {"lenet.pth", "lenet.safetensors"}) {
+    INFO(file);
+    Net net;
+    net.load_state_dict(dl::load(dir + file));
+    net.eval();
+    dl::NoGradGuard no_grad;
+    ref.check(net(refbin::det<float>({4, 1, 32, 32}, 77)), "lenet/out", 1e-4);
+  }
+  Net net;
+  net.load_state_dict(dl::load(dir + "lenet.pth"));
+  // dl's own file, for the generator's check that PyTorch reads it back (tests/data/nn/dl_saved_check.txt).
+  const std::string path = "nn_saved_by_dl.safetensors";
+  dl::save(net.state_dict(), path);
+  Net again;
+  again.load_state_dict(dl::load(path));
+  for (auto& [k, v] : net.state_dict()) {
+    if (v.is<float>()) CHECK(dl::equal(v.as<float>(), again.state_dict().at(k).as<float>()));
+  }
+  CHECK(again.bn1.num_batches_tracked.item() == net.bn1.num_batches_tracked.item());
+}
+
+// ------------------------------------------------------------------------------ init
+
+TEST_CASE("init: gains, fans, and the distributions' statistics") {
+  CHECK(nn::init::calculate_gain("relu") == doctest::Approx(std::sqrt(2.0)));
+  CHECK(nn::init::calculate_gain("leaky_relu", 0.2) == doctest::Approx(std::sqrt(2.0 / 1.04)));
+  CHECK(nn::init::calculate_gain("tanh") == doctest::Approx(5.0 / 3));
+  CHECK(nn::init::calculate_gain("conv2d") == 1.0);
+  CHECK(nn::init::calculate_gain("selu") == 0.75);
+  CHECK_THROWS_WITH_AS(nn::init::calculate_gain("swish"), doctest::Contains("Unsupported nonlinearity swish"), dl::Error);
+  CHECK(nn::init::calculate_fan_in_and_fan_out(Shape{16, 6, 5, 5}) == std::pair<int64_t, int64_t>{150, 400});
+  CHECK_THROWS_WITH_AS(nn::init::calculate_fan_in_and_fan_out(Shape{5}), doctest::Contains("fewer than 2 dimensions"), dl::Error);
+  dl::manual_seed(0);
+  auto stats = [](const Tensor<float>& t) {
+    const double mean = t.mean().item(), sd = t.std().item();
+    return std::pair{mean, sd};
+  };
+  Tensor<float> w = dl::empty<float>({256, 512});
+  nn::init::kaiming_uniform_(w, 0, "fan_in", "relu");
+  const double bound = std::sqrt(2.0) * std::sqrt(3.0 / 512);
+  CHECK(w.abs().max().item() <= bound);
+  CHECK(stats(w).second == doctest::Approx(bound / std::sqrt(3.0)).epsilon(0.02));
+  nn::init::kaiming_normal_(w, 0, "fan_out", "relu");
+  CHECK(stats(w).second == doctest::Approx(std::sqrt(2.0 / 256)).epsilon(0.02));
+  nn::init::xavier_uniform_(w, 2.0);
+  CHECK(w.abs().max().item() <= 2.0 * std::sqrt(6.0 / 768));
+  nn::init::xavier_normal_(w);
+  CHECK(stats(w).second == doctest::Approx(std::sqrt(2.0 / 768)).epsilon(0.02));
+  nn::init::trunc_normal_(w, 0.5, 1.0, -1.0, 1.5);
+  CHECK(w.min().item() >= -1.0f);
+  CHECK(w.max().item() <= 1.5f);
+  // Mean of N(0.5, 1) truncated to [-1, 1.5]: 0.5 + (phi(-1.5) - phi(1)) / (Phi(1) - Phi(-1.5)).
+  auto phi = [](double x) { return std::exp(-x * x / 2) / std::sqrt(2 * M_PI); };
+  auto Phi = [](double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))); };
+  CHECK(stats(w).first == doctest::Approx(0.5 + (phi(-1.5) - phi(1)) / (Phi(1) - Phi(-1.5))).epsilon(0.02));
+  Tensor<float> q = dl::empty<float>({6, 10});
+  nn::init::orthogonal_(q, 2.0);
+  CHECK(dl::allclose(Tensor<float>(dl::mm(q, q.t())), Tensor<float>(dl::eye<float>(6) * 4.0f), 1e-5, 1e-5));
+  Tensor<float> tall = dl::empty<float>({10, 2, 2});
+  nn::init::orthogonal_(tall);
+  Tensor<float> flat = tall.reshape({10, 4});
+  CHECK(dl::allclose(Tensor<float>(dl::mm(flat.t(), flat)), dl::eye<float>(4), 1e-5, 1e-5));
+  Tensor<float> u = dl::empty<float>({10000});
+  nn::init::uniform_(u, -2, 3);
+  CHECK(u.min().item() >= -2.0f);
+  CHECK(u.max().item() < 3.0f);
+  CHECK(stats(u).first == doctest::Approx(0.5).epsilon(0.05));
+  nn::init::normal_(u, 1, 2);
+  CHECK(stats(u).second == doctest::Approx(2.0).epsilon(0.05));
+  Tensor<float> e = dl::empty<float>({3, 4});
+  nn::init::eye_(e);
+  CHECK(e.sum().item() == 3.0f);
+  CHECK_THROWS_WITH_AS(nn::init::kaiming_uniform_(e, 0, "fan_avg"), doctest::Contains("Mode fan_avg not supported"), dl::Error);
+  // A Dirac weight makes the convolution the identity on the preserved channels.
+  Tensor<float> d = dl::empty<float>({4, 4, 3, 3});
+  nn::init::dirac_(d);
+  Tensor<float> x = dl::randn({1, 4, 5, 5});
+  CHECK(dl::allclose(F::conv2d(x, d, Tensor<float>(), 1, 1), x));
+  Tensor<float> dg = dl::empty<float>({4, 2, 3});
+  nn::init::dirac_(dg, 2);
+  CHECK(dg.sum().item() == 4.0f);
+  CHECK_THROWS_WITH_AS(nn::init::dirac_(dg, 3), doctest::Contains("dim 0 must be divisible by groups"), dl::Error);
+  // Init through parameters that require grad records no history.
+  nn::Linear lin(3, 3);
+  nn::init::ones_(lin.weight);
+  CHECK(lin.weight.is_leaf());
+}
+
+TEST_CASE("default initialisation is PyTorch's: weights U(+-1/sqrt(fan_in)), BatchNorm ones and zeros") {
+  dl::manual_seed(1);
+  nn::Linear<400, 300> lin;
+  const double b = 1 / std::sqrt(400.0);
+  CHECK(lin.weight.abs().max().item() <= b);
+  CHECK(lin.weight.abs().max().item() > 0.95 * b);
+  CHECK(lin.bias.abs().max().item() <= b);
+  nn::Conv2d<6, 16> conv(5);
+  CHECK(conv.weight.abs().max().item() <= 1 / std::sqrt(150.0));
+  nn::BatchNorm2d<5> bn;
+  CHECK(bn.weight.sum().item() == 5.0f);
+  CHECK(bn.running_var.sum().item() == 5.0f);
+  CHECK(bn.num_batches_tracked.item() == 0);
+  nn::Embedding<20, 3> emb({.padding_idx = 4});
+  CHECK(emb.weight[4].abs().sum().item() == 0.0f);
+}
