@@ -570,4 +570,20 @@ Tensor<bool> any(const E& e, int64_t dim, bool keepdim) {
   return detail::reduce_node<expr::AnyReducer, bool>(expr::as_node(e), shape, detail::reduce_mask({dim}, shape.size(), "any"), keepdim);
 }
 
+template <expression A, expression B>
+bool allclose(const A& a, const B& b, double rtol, double atol, bool equal_nan) {
+  using T = to_floating_t<promote_t<expr::value_type_t<A>, expr::value_type_t<B>>>;
+  const auto x = expr::cast<T>(a);
+  const auto y = expr::cast<T>(b);
+  const auto close = expr::abs(x - y) <= T(atol) + T(rtol) * expr::abs(y);
+  if (equal_nan) return all(close | (expr::isnan(x) & expr::isnan(y))).item();
+  return all(close).item();
+}
+
+template <expression A, expression B>
+bool equal(const A& a, const B& b) {
+  if (!(expr::shape_of(expr::as_node(a)) == expr::shape_of(expr::as_node(b)))) return false;
+  return all(a == b).item();
+}
+
 }  // namespace dl

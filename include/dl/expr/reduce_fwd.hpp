@@ -47,5 +47,12 @@ template <expression E> Tensor<bool> all(const E& e);
 template <expression E> Tensor<bool> all(const E& e, int64_t dim, bool keepdim = false);
 template <expression E> Tensor<bool> any(const E& e);
 template <expression E> Tensor<bool> any(const E& e, int64_t dim, bool keepdim = false);
+/// True when a and b broadcast and |a - b| <= atol + rtol * |b| everywhere (torch.allclose);
+/// NaNs compare equal only with equal_nan.
+template <expression A, expression B>
+bool allclose(const A& a, const B& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+/// True when a and b have the same shape and the same elements (torch.equal).
+template <expression A, expression B>
+bool equal(const A& a, const B& b);
 
 }  // namespace dl
