@@ -3,8 +3,10 @@
 // 3 edge items), line wrapping at 80 columns, and dtype / grad_fn / requires_grad suffixes.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -24,6 +26,48 @@ inline PrintOptions& print_options() {
 }
 
 namespace detail {
+
+/// Python's repr of a float, which PyTorch's printouts and messages use: the shortest round trip,
+/// fixed for decimal exponents -4..15, else scientific ("1e-05", "0.1", "1.0", "1e+16").
+inline std::string py_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
+  // Shortest round-trip digits, then Python's layout: fixed for decimal exponents -4 <= e < 16.
+  char buf[40];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string s(buf, r.ptr);
+  const size_t e = s.find('e');
+  const int exp10 = std::atoi(s.c_str() + e + 1);
+  std::string mant = s.substr(0, e);
+  const bool neg = mant[0] == '-';
+  if (neg) mant.erase(0, 1);
+  std::string digits;
+  for (char c : mant)
+    if (c != '.') digits += c;
+  std::string out;
+  if (exp10 >= -4 && exp10 < 16) {
+    if (exp10 < 0) {
+      out = "0." + std::string(size_t(-exp10 - 1), '0') + digits;
+    } else if (int(digits.size()) <= exp10 + 1) {
+      out = digits + std::string(size_t(exp10 + 1 - int(digits.size())), '0') + ".0";
+    } else {
+      out = digits.substr(0, size_t(exp10 + 1)) + "." + digits.substr(size_t(exp10 + 1));
+    }
+  } else {
+    out = digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char eb[8];
+    std::snprintf(eb, sizeof eb, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
+    out += eb;
+  }
+  return neg ? "-" + out : out;
+}
+
+/// A number as Python prints a value given as an int when it is integral ("-1"), else py_float.
+inline std::string py_number(double v) {
+  return v == std::floor(v) && std::abs(v) < 1e15 ? std::to_string(int64_t(v)) : py_float(v);
+}
 
 template <class T>
 class Formatter {

@@ -183,20 +183,13 @@ class LogSoftmax : public Module {
 
 // ------------------------------------------------------------------------------ implementation
 
-namespace detail {
-/// Python prints an int-valued default as an int (Softplus(beta=1)) and a user's float as a float;
-/// dl cannot tell them apart, so integral values print as ints.
-inline std::string py_number(double v) {
-  return v == std::floor(v) && std::abs(v) < 1e15 ? std::to_string(int64_t(v)) : py_float(v);
-}
-}  // namespace detail
 
 inline std::string Softplus::extra_repr() const {
-  return "beta=" + detail::py_number(beta) + ", threshold=" + detail::py_number(threshold);
+  return "beta=" + dl::detail::py_number(beta) + ", threshold=" + dl::detail::py_number(threshold);
 }
 
 inline std::string Threshold::extra_repr() const {
-  return "threshold=" + detail::py_number(threshold) + ", value=" + detail::py_number(value);
+  return "threshold=" + dl::detail::py_number(threshold) + ", value=" + dl::detail::py_number(value);
 }
 
 inline PReLU::PReLU(int64_t num_parameters, double init) : num_parameters(num_parameters) {

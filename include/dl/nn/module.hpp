@@ -89,8 +89,7 @@ struct MemberVisitor {
 /// "conv1, bn1 , fc" -> {"conv1", "bn1", "fc"} (the stringised member list of DL_MODULE).
 std::vector<std::string> split_names(std::string_view list);
 
-/// PyTorch's repr of a float (Python's repr: shortest round trip, "1e-05", "0.1", "1.0").
-std::string py_float(double v);
+using dl::detail::py_float;
 /// "True" / "False".
 inline const char* py_bool(bool b) { return b ? "True" : "False"; }
 
@@ -276,41 +275,6 @@ inline std::vector<std::string> split_names(std::string_view list) {
     start = end + 1;
   }
   return out;
-}
-
-inline std::string py_float(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
-  // Shortest round-trip digits, then Python's layout: fixed for decimal exponents -4 <= e < 16.
-  char buf[40];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  std::string s(buf, r.ptr);
-  const size_t e = s.find('e');
-  const int exp10 = std::atoi(s.c_str() + e + 1);
-  std::string mant = s.substr(0, e);
-  const bool neg = mant[0] == '-';
-  if (neg) mant.erase(0, 1);
-  std::string digits;
-  for (char c : mant)
-    if (c != '.') digits += c;
-  std::string out;
-  if (exp10 >= -4 && exp10 < 16) {
-    if (exp10 < 0) {
-      out = "0." + std::string(size_t(-exp10 - 1), '0') + digits;
-    } else if (int(digits.size()) <= exp10 + 1) {
-      out = digits + std::string(size_t(exp10 + 1 - int(digits.size())), '0') + ".0";
-    } else {
-      out = digits.substr(0, size_t(exp10 + 1)) + "." + digits.substr(size_t(exp10 + 1));
-    }
-  } else {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    char eb[8];
-    std::snprintf(eb, sizeof eb, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
-    out += eb;
-  }
-  return neg ? "-" + out : out;
 }
 
 /// f(Tensor<float>) or f(Tensor<double>): parameters that train are floating (keeps other dtypes'

@@ -1,0 +1,139 @@
+// dl/optim/foreach.hpp — the fused multi-tensor step every optimizer runs: one pass per parameter
+// that reads the parameter, its gradient and its state and writes the parameter and state, with the
+// elements of all of a group's tensors cut into chunks that one parallel region shares (PyTorch's
+// foreach/fused idea: the many small tensors of a network do not each start a thread team).
+// An update rule is a functor on values that may be scalars or SIMD batches (and, later, CUDA
+// threads): rule(p, g, s) with p and the state array s updated in place.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#include "../expr/simd.hpp"
+#include "../tensor.hpp"
+
+namespace dl::optim {
+
+// ------------------------------------------------------------------------------ declarations
+
+namespace detail {
+
+/// One tensor's share of a fused step: its parameter, gradient and K state buffers (contiguous,
+/// n elements each) and the rule with this tensor's scalars (bias corrections, step sizes...).
+template <class T, int K, class Rule>
+struct StepItem {
+  T* p;
+  const T* g;
+  std::array<T*, K> s;
+  int64_t n;
+  Rule rule;
+};
+
+/// Applies every item's rule elementwise, all items in one parallel region.
+template <class T, int K, class Rule>
+void fused_step(const std::vector<StepItem<T, K, Rule>>& items);
+
+/// Elementwise helpers for rules (scalars and batches alike).
+template <class V>
+DL_INLINE V vmax(const V& a, const V& b) {
+  return expr::select(a < b, b, a);
+}
+template <class V>
+DL_INLINE V vsign(const V& x) {
+  using S = expr::scalar_of_t<V>;
+  return expr::select(x > S(0), V(S(1)), expr::select(x < S(0), V(S(-1)), V(S(0))));
+}
+
+/// Collects (parameter, gradient, state) for a fused step, working on contiguous copies where a
+/// parameter or gradient is strided and writing them back afterwards.
+template <class T>
+class StepBatch {
+ public:
+  /// The contiguous parameter to update (p itself when contiguous) and its contiguous gradient.
+  std::pair<Tensor<T>, Tensor<T>> add(const Tensor<T>& p, bool maximize);
+  /// Writes back the parameters that were copied and bumps every parameter's version counter
+  /// (an update in place, as autograd must see it).
+  void finish();
+
+ private:
+  std::vector<Tensor<T>> params_;
+  std::vector<std::pair<Tensor<T>, Tensor<T>>> copies_;  // (original, contiguous copy)
+  std::vector<Tensor<T>> keep_;                          // gradients negated or made contiguous
+};
+
+}  // namespace detail
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+
+template <class T, int K, class Rule>
+void fused_step(const std::vector<StepItem<T, K, Rule>>& items) {
+  constexpr int64_t kChunk = 16384;
+  struct Chunk {
+    int64_t item, begin, end;
+  };
+  std::vector<Chunk> chunks;
+  for (int64_t i = 0; i < int64_t(items.size()); ++i)
+    for (int64_t b = 0; b < items[size_t(i)].n; b += kChunk) chunks.push_back({i, b, std::min(items[size_t(i)].n, b + kChunk)});
+  using B = xsimd::batch<T>;
+  constexpr int64_t W = int64_t(B::size);
+  dl::detail::parallel_for(0, int64_t(chunks.size()), 2, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const Chunk ch = chunks[size_t(c)];
+      const StepItem<T, K, Rule>& it = items[size_t(ch.item)];
+      int64_t j = ch.begin;
+      for (; j + W <= ch.end; j += W) {
+        B p = B::load_unaligned(it.p + j);
+        const B g = B::load_unaligned(it.g + j);
+        std::array<B, K> s;
+        for (int k = 0; k < K; ++k) s[size_t(k)] = B::load_unaligned(it.s[size_t(k)] + j);
+        it.rule(p, g, s);
+        p.store_unaligned(it.p + j);
+        for (int k = 0; k < K; ++k) s[size_t(k)].store_unaligned(it.s[size_t(k)] + j);
+      }
+      for (; j < ch.end; ++j) {
+        T p = it.p[j];
+        std::array<T, K> s;
+        for (int k = 0; k < K; ++k) s[size_t(k)] = it.s[size_t(k)][j];
+        it.rule(p, it.g[j], s);
+        it.p[j] = p;
+        for (int k = 0; k < K; ++k) it.s[size_t(k)][j] = s[size_t(k)];
+      }
+    }
+  });
+}
+
+template <class T>
+std::pair<Tensor<T>, Tensor<T>> StepBatch<T>::add(const Tensor<T>& p, bool maximize) {
+  DL_CHECK(p.device().is_cpu(), "optimizer step: parameter of shape ", p.shape(), " is on ", p.device(),
+           "; this build's optimizers update CPU tensors");
+  Tensor<T> g = p.grad();
+  DL_CHECK(g.shape() == p.shape(), "optimizer step: gradient of shape ", g.shape(), " for a parameter of shape ", p.shape());
+  if (maximize) g = Tensor<T>(-g);
+  else if (!g.is_contiguous()) g = g.contiguous();
+  keep_.push_back(g);
+  params_.push_back(p);
+  Tensor<T> target = p;
+  if (!p.is_contiguous()) {
+    target = p.detach().contiguous();
+    copies_.emplace_back(p, target);
+  }
+  return {target, g};
+}
+
+template <class T>
+void StepBatch<T>::finish() {
+  for (auto& [orig, copy] : copies_) orig.detach().copy_(copy);
+  for (auto& p : params_) p.bump_version();
+  copies_.clear();
+  keep_.clear();
+  params_.clear();
+}
+
+}  // namespace detail
+
+}  // namespace dl::optim
