@@ -1,0 +1,290 @@
+// Tests of dl/nn/functional/conv_extra.hpp: conv3d, conv_transpose1d, max/avg/adaptive pooling in
+// 1-d and bilinear against PyTorch (tests/data/functional_conv_ref.bin, written by
+// tests/gen_loss_reference.py) in float and double, finite differences (first and second order)
+// in double, unbatched inputs and the error messages.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <dl/autograd/gradcheck.hpp>
+#include <dl/nn/functional/conv_extra.hpp>
+
+#include "refbin.hpp"
+
+namespace F = dl::nn::functional;
+using dl::Shape;
+using dl::Tensor;
+using doctest::Contains;
+
+namespace {
+
+const refbin::File ref("functional_conv_ref.bin");
+using refbin::backward_weighted;
+using refbin::det;
+
+std::string case_name(const char* family, int k) { return std::string(family) + "/" + std::to_string(k); }
+bool has_case(const char* family, int k) { return ref.has(case_name(family, k) + "/params"); }
+
+template <class T>
+Tensor<T> leaf(const Tensor<T>& t) {
+  Tensor<T> l = t.detach();
+  l.requires_grad_();
+  return l;
+}
+
+/// [C, L] (n == 0: unbatched) or [n, C, L].
+Shape batched(int64_t n, Shape rest) {
+  if (n == 0) return rest;
+  Shape s{n};
+  for (int64_t v : rest) s.push_back(v);
+  return s;
+}
+
+}  // namespace
+
+// ============================================================================== convolutions
+
+TEST_CASE_TEMPLATE("conv3d matches PyTorch: groups, stride, padding, dilation, bias, unbatched input", T, float, double) {
+  int cases = 0;
+  for (int k = 0; has_case("conv3d", k); ++k, ++cases) {
+    const std::string c = case_name("conv3d", k);
+    CAPTURE(c);
+    const auto p = ref.params(c);
+    const int64_t N = int64_t(p[0]), C = int64_t(p[1]), O = int64_t(p[5]), G = int64_t(p[6]);
+    Tensor<T> x = leaf(det<T>(batched(N, {C, int64_t(p[2]), int64_t(p[3]), int64_t(p[4])}), 10 * k));
+    Tensor<T> w = leaf(det<T>({O, C / G, int64_t(p[7]), int64_t(p[8]), int64_t(p[9])}, 10 * k + 1));
+    Tensor<T> b = p[19] != 0 ? leaf(det<T>({O}, 10 * k + 2)) : Tensor<T>();
+    const dl::Size3 stride{int64_t(p[10]), int64_t(p[11]), int64_t(p[12])}, padding{int64_t(p[13]), int64_t(p[14]), int64_t(p[15])};
+    const dl::Size3 dilation{int64_t(p[16]), int64_t(p[17]), int64_t(p[18])};
+    const Tensor<T> out = F::conv3d(x, w, b, stride, padding, dilation, G);
+    ref.check(out, c + "/out");
+    backward_weighted(out);
+    ref.check(x.grad(), c + "/gx");
+    ref.check(w.grad(), c + "/gw");
+    if (b.defined()) ref.check(b.grad(), c + "/gb");
+  }
+  CHECK(cases == 5);
+}
+
+TEST_CASE_TEMPLATE("conv_transpose1d matches PyTorch", T, float, double) {
+  int cases = 0;
+  for (int k = 0; has_case("convt1d", k); ++k, ++cases) {
+    const std::string c = case_name("convt1d", k);
+    CAPTURE(c);
+    const auto p = ref.params(c);
+    const int64_t N = int64_t(p[0]), Ci = int64_t(p[1]), L = int64_t(p[2]), Co = int64_t(p[3]), G = int64_t(p[4]);
+    Tensor<T> x = leaf(det<T>(batched(N, {Ci, L}), 20 * k));
+    Tensor<T> w = leaf(det<T>({Ci, Co / G, int64_t(p[5])}, 20 * k + 1));
+    Tensor<T> b = p[10] != 0 ? leaf(det<T>({Co}, 20 * k + 2)) : Tensor<T>();
+    const Tensor<T> out = F::conv_transpose1d(x, w, b, int64_t(p[6]), int64_t(p[7]), int64_t(p[8]), G, int64_t(p[9]));
+    ref.check(out, c + "/out");
+    backward_weighted(out);
+    ref.check(x.grad(), c + "/gx");
+    ref.check(w.grad(), c + "/gw");
+    if (b.defined()) ref.check(b.grad(), c + "/gb");
+  }
+  CHECK(cases == 4);
+}
+
+// ============================================================================== pooling
+
+TEST_CASE_TEMPLATE("max_pool1d and avg_pool1d match PyTorch (indices, ceil_mode, padding, dilation, count_include_pad)", T, float, double) {
+  int cases = 0;
+  for (int k = 0; has_case("maxpool1d", k); ++k, ++cases) {
+    const std::string c = case_name("maxpool1d", k);
+    CAPTURE(c);
+    const auto p = ref.params(c);
+    Tensor<T> x = leaf(det<T>(batched(int64_t(p[0]), {int64_t(p[1]), int64_t(p[2])}), 30 * k));
+    const std::optional<int64_t> stride = p[4] != 0 ? std::optional<int64_t>(int64_t(p[4])) : std::nullopt;
+    const auto [out, idx] = F::max_pool1d_with_indices(x, int64_t(p[3]), stride, int64_t(p[5]), int64_t(p[6]), p[7] != 0);
+    ref.check(out, c + "/out");
+    ref.check(idx, c + "/idx");
+    CHECK(F::max_pool1d(x, int64_t(p[3]), stride, int64_t(p[5]), int64_t(p[6]), p[7] != 0).shape() == out.shape());
+    backward_weighted(out);
+    ref.check(x.grad(), c + "/gx");
+  }
+  for (int k = 0; has_case("avgpool1d", k); ++k, ++cases) {
+    const std::string c = case_name("avgpool1d", k);
+    CAPTURE(c);
+    const auto p = ref.params(c);
+    Tensor<T> x = leaf(det<T>(batched(int64_t(p[0]), {int64_t(p[1]), int64_t(p[2])}), 40 * k));
+    const std::optional<int64_t> stride = p[4] != 0 ? std::optional<int64_t>(int64_t(p[4])) : std::nullopt;
+    const Tensor<T> out = F::avg_pool1d(x, int64_t(p[3]), stride, int64_t(p[5]), p[6] != 0, p[7] != 0);
+    ref.check(out, c + "/out");
+    backward_weighted(out);
+    ref.check(x.grad(), c + "/gx");
+  }
+  CHECK(cases == 9);
+}
+
+TEST_CASE_TEMPLATE("adaptive_avg_pool1d and adaptive_max_pool1d match PyTorch (shrinking and growing)", T, float, double) {
+  int cases = 0;
+  for (int k = 0; has_case("adaptive1d", k); ++k, ++cases) {
+    const std::string c = case_name("adaptive1d", k);
+    CAPTURE(c);
+    const auto p = ref.params(c);
+    const Shape shape = batched(int64_t(p[0]), {int64_t(p[1]), int64_t(p[2])});
+    const int64_t osz = int64_t(p[3]);
+    Tensor<T> x = leaf(det<T>(shape, 50 * k));
+    const Tensor<T> avg = F::adaptive_avg_pool1d(x, osz);
+    ref.check(avg, c + "/avg");
+    backward_weighted(avg);
+    ref.check(x.grad(), c + "/avg/gx");
+    x.mutable_grad() = Tensor<T>{};
+    const auto [mx, idx] = F::adaptive_max_pool1d_with_indices(x, osz);
+    ref.check(mx, c + "/max");
+    ref.check(idx, c + "/idx");
+    CHECK(F::adaptive_max_pool1d(x, osz).shape() == mx.shape());
+    backward_weighted(mx);
+    ref.check(x.grad(), c + "/max/gx");
+  }
+  CHECK(cases == 5);
+}
+
+// ============================================================================== bilinear
+
+TEST_CASE_TEMPLATE("bilinear matches PyTorch: leading dims, 1-d inputs, with and without bias", T, float, double) {
+  int cases = 0;
+  for (int k = 0; has_case("bilinear", k); ++k, ++cases) {
+    const std::string c = case_name("bilinear", k);
+    CAPTURE(c);
+    const auto p = ref.params(c);
+    Shape lead;
+    for (int d = 0; d < int(p[0]); ++d) lead.push_back(int64_t(p[size_t(1 + d)]));
+    const size_t at = size_t(1 + lead.size());
+    const int64_t i1 = int64_t(p[at]), i2 = int64_t(p[at + 1]), o = int64_t(p[at + 2]);
+    Shape s1 = lead, s2 = lead;
+    s1.push_back(i1);
+    s2.push_back(i2);
+    Tensor<T> x1 = leaf(det<T>(s1, 60 * k)), x2 = leaf(det<T>(s2, 60 * k + 1)), w = leaf(det<T>({o, i1, i2}, 60 * k + 2));
+    Tensor<T> b = p[at + 3] != 0 ? leaf(det<T>({o}, 60 * k + 3)) : Tensor<T>();
+    const Tensor<T> out = F::bilinear(x1, x2, w, b);
+    ref.check(out, c + "/out");
+    backward_weighted(out);
+    ref.check(x1.grad(), c + "/gx1");
+    ref.check(x2.grad(), c + "/gx2");
+    ref.check(w.grad(), c + "/gw");
+    if (b.defined()) ref.check(b.grad(), c + "/gb");
+  }
+  CHECK(cases == 4);
+}
+
+// ============================================================================== finite differences
+
+TEST_CASE("conv3d, conv_transpose1d, 1-d pooling and bilinear: finite differences, first and second order (double)") {
+  namespace ag = dl::autograd;
+  const Tensor<double> x5 = det<double>({1, 4, 4, 4, 3}, 1), w5 = det<double>({2, 2, 2, 3, 2}, 2), b2 = det<double>({2}, 3);
+  auto c3 = [](auto& in) { return F::conv3d(in[0], in[1], in[2], {2, 1, 1}, {1, 1, 0}, {1, 1, 2}, 2); };
+  CHECK(ag::gradcheck(c3, {x5, w5, b2}));
+  CHECK(ag::gradgradcheck(c3, {x5, w5, b2}));
+  const Tensor<double> x3 = det<double>({2, 4, 5}, 4), wt = det<double>({4, 3, 3}, 5), b6 = det<double>({6}, 6);
+  auto ct = [](auto& in) { return F::conv_transpose1d(in[0], in[1], in[2], 2, 1, 1, 2, 1); };
+  CHECK(ag::gradcheck(ct, {x3, wt, b6}));
+  CHECK(ag::gradgradcheck(ct, {x3, wt, b6}));
+  const Tensor<double> xp = det<double>({2, 3, 11}, 7);
+  CHECK(ag::gradcheck([](auto& in) { return F::max_pool1d(in[0], 3, 2, 1, 2, true); }, {xp}));
+  CHECK(ag::gradgradcheck([](auto& in) { return F::max_pool1d(in[0], 3, 2, 1); }, {xp}));
+  CHECK(ag::gradcheck([](auto& in) { return F::avg_pool1d(in[0], 3, 2, 1, true, false); }, {xp}));
+  CHECK(ag::gradgradcheck([](auto& in) { return F::avg_pool1d(in[0], 3, 2, 1); }, {xp}));
+  CHECK(ag::gradcheck([](auto& in) { return F::adaptive_avg_pool1d(in[0], 4); }, {xp}));
+  CHECK(ag::gradcheck([](auto& in) { return F::adaptive_max_pool1d(in[0], 4); }, {xp}));
+  const Tensor<double> a = det<double>({2, 3, 4}, 8), b = det<double>({2, 3, 2}, 9), wb = det<double>({5, 4, 2}, 10), bb = det<double>({5}, 11);
+  auto bil = [](auto& in) { return F::bilinear(in[0], in[1], in[2], in[3]); };
+  CHECK(ag::gradcheck(bil, {a, b, wb, bb}));
+  CHECK(ag::gradgradcheck(bil, {a, b, wb, bb}));
+}
+
+// ============================================================================== shapes and errors
+
+TEST_CASE("conv_extra: unbatched forms, expression inputs and empty pooling results") {
+  auto max_diff = [](const Tensor<float>& a_, const Tensor<float>& b_) {
+    const Tensor<float> a = a_.contiguous(), b = b_.contiguous();
+    REQUIRE(a.shape() == b.shape());
+    double m = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, double(std::abs(a.data()[i] - b.data()[i])));
+    return m;
+  };
+  const Tensor<float> x = det<float>({2, 3, 4, 5, 6}, 1), w = det<float>({4, 3, 2, 2, 2}, 2);
+  const Tensor<float> y = F::conv3d(x, w, {}, 1, 1);
+  CHECK(y.shape() == Shape{2, 4, 5, 6, 7});
+  CHECK(max_diff(F::conv3d(x[1], w, {}, 1, 1), y[1]) < 1e-5);
+  CHECK(max_diff(F::conv3d(x * 2.0f, w, {}, 1, 1), Tensor<float>(y * 2.0f)) < 1e-4);
+  const Tensor<float> s = det<float>({2, 3, 10}, 3);
+  CHECK(max_diff(F::max_pool1d(s[0], 3), F::max_pool1d(s, 3)[0]) == 0);
+  CHECK(max_diff(F::avg_pool1d(s * 1.0f, 4, 2), F::avg_pool1d(s, 4, 2)) == 0);
+  // A window longer than the padded input: PyTorch's max_pool1d returns an empty result.
+  Tensor<float> sl = leaf(s);
+  const auto [e, ei] = F::max_pool1d_with_indices(sl, 12);
+  CHECK(e.shape() == Shape{2, 3, 0});
+  CHECK(ei.shape() == Shape{2, 3, 0});
+  CHECK(e.requires_grad());
+  CHECK(F::adaptive_avg_pool1d(s, 0).shape() == Shape{2, 3, 0});
+  CHECK(F::bilinear(det<float>({3}, 4), det<float>({2}, 5), det<float>({4, 3, 2}, 6)).shape() == Shape{4});
+}
+
+TEST_CASE("conv_extra: errors") {
+  const Tensor<float> x = dl::zeros({1, 2, 3, 4, 5});
+  CHECK_THROWS_WITH_AS(F::conv3d(dl::zeros({2, 3, 4}), dl::zeros({2, 3, 1, 1, 1})),
+                       "Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: [2, 3, 4]", dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv3d(x, dl::zeros({2, 3, 1, 1, 1})),
+                       "Given groups=1, weight of size [2, 3, 1, 1, 1], expected input[1, 2, 3, 4, 5] to have 3 channels, but got 2 channels "
+                       "instead",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv3d(dl::zeros({1, 3, 3, 4, 5}), dl::zeros({2, 3, 4, 1, 1})),
+                       "Calculated padded input size per channel: (3 x 4 x 5). Kernel size: (4 x 1 x 1). Kernel size can't be greater than "
+                       "actual input size",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv3d(x, dl::zeros({2, 2, 1, 1})), Contains("expected a 5-D weight"), dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv3d(dl::zeros({1, 4, 3, 4, 5}), dl::zeros({3, 2, 1, 1, 1}), {}, 1, 0, 1, 2),
+                       "Given groups=2, expected weight to be divisible by 2 at dimension 0, but got weight of size [3, 2, 1, 1, 1] instead",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv3d(dl::zeros({1, 4, 3, 4, 5}), dl::zeros({4, 2, 1, 1, 1}), dl::zeros({3}), 1, 0, 1, 2),
+                       "Given weight of size [4, 2, 1, 1, 1], expected bias to be 1-dimensional with 4 elements, but got bias of size [3] "
+                       "instead",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv3d(x, dl::zeros({2, 2, 1, 1, 1}), {}, {1, 0, 1}), Contains("non-positive stride"), dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv_transpose1d(dl::zeros({2, 3, 4, 5}), dl::zeros({3, 2, 3})),
+                       "Expected 2D (unbatched) or 3D (batched) input to conv_transpose1d, but got input of size: [2, 3, 4, 5]", dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv_transpose1d(dl::zeros({2, 3, 5}), dl::zeros({4, 2, 3})),
+                       Contains("expected input[2, 3, 1, 5] to have 4 channels, but got 3 channels instead"), dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv_transpose1d(dl::zeros({2, 3, 5}), dl::zeros({3, 2})), Contains("expected a 3-D weight"), dl::Error);
+  CHECK_THROWS_WITH_AS(F::conv_transpose1d(dl::zeros({2, 3, 5}), dl::zeros({3, 2, 3}), {}, 2, 0, 2),
+                       Contains("output padding must be smaller than stride"), dl::Error);
+  const Tensor<float> s = dl::zeros({2, 3, 10});
+  CHECK_THROWS_WITH_AS(F::max_pool1d(s, 0), "max_pool1d() kernel_size must be greater than zero, but got 0", dl::Error);
+  CHECK_THROWS_WITH_AS(F::max_pool1d(s, 3, 0), "max_pool1d() stride must be greater than zero, but got 0", dl::Error);
+  CHECK_THROWS_WITH_AS(F::max_pool1d(s, 3, 1, 2), "max_pool1d() padding should be at most half of kernel size, but got padding=2 and kernel_size=3",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::max_pool1d(s, 3, 1, -1), "max_pool1d() padding must be non-negative, but got -1", dl::Error);
+  CHECK_THROWS_WITH_AS(F::max_pool1d(s, 3, 1, 1, 0), "max_pool1d() dilation must be greater than zero, but got 0", dl::Error);
+  CHECK_THROWS_WITH_AS(F::max_pool1d(dl::zeros({10}), 2),
+                       "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:[10]", dl::Error);
+  CHECK_THROWS_WITH_AS(F::avg_pool1d(dl::zeros({10}), 2),
+                       "Expected 2 to 3 dimensions, but got 1-dimensional tensor for argument #1 'self' (while checking arguments for avg_pool1d)",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::avg_pool1d(s, 3, 0), "stride should not be zero", dl::Error);
+  CHECK_THROWS_WITH_AS(F::avg_pool1d(s, 3, 1, 2), Contains("pad should be at most half of kernel size, but got pad=2 and kernel_size=3"), dl::Error);
+  CHECK_THROWS_WITH_AS(F::avg_pool1d(s, 12), Contains("Output size is too small"), dl::Error);
+  CHECK_THROWS_WITH_AS(F::adaptive_avg_pool1d(dl::zeros({10}), 2), Contains("while checking arguments for adaptive_avg_pool1d"), dl::Error);
+  CHECK_THROWS_WITH_AS(F::adaptive_max_pool1d(dl::zeros({2, 3, 4, 5}), 2), Contains("while checking arguments for adaptive_max_pool1d"),
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::adaptive_max_pool1d(dl::zeros({2, 3, 0}), 2),
+                       Contains("Expected input to have non-zero size for non-batch dimensions, but input has sizes [2, 3, 1, 0]"), dl::Error);
+  CHECK_THROWS_WITH_AS(F::adaptive_avg_pool1d(s, -1), Contains("output_size must be non-negative"), dl::Error);
+  const Tensor<float> w = dl::zeros({6, 3, 4});
+  CHECK_THROWS_WITH_AS(F::bilinear(dl::zeros({2, 3}), dl::zeros({2, 4, 5}), w), "bilinear(): input dimensions do not match: got 2 and 3",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::bilinear(dl::zeros({2, 3}), dl::zeros({3, 4}), w), "bilinear(): input batch dimensions do not match at dim 0: got 2 and 3",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::bilinear(dl::zeros({2, 3}), dl::zeros({2, 4}), dl::zeros({6, 2, 4})),
+                       "bilinear(): input1 size does not match weight size: got 3 but expected 2", dl::Error);
+  CHECK_THROWS_WITH_AS(F::bilinear(dl::zeros({2, 3}), dl::zeros({2, 4}), dl::zeros({6, 3, 5})),
+                       "bilinear(): input2 size does not match weight size: got 4 but expected 5", dl::Error);
+  CHECK_THROWS_WITH_AS(F::bilinear(dl::zeros({2, 3}), dl::zeros({2, 4}), w, dl::zeros({5})),
+                       "bilinear(): bias size does not match weight size: got 5 but expected 6", dl::Error);
+  CHECK_THROWS_WITH_AS(F::bilinear(dl::zeros({2, 3}), dl::zeros({2, 4}), dl::zeros({3, 4})), Contains("weight must be 3-D"), dl::Error);
+}
