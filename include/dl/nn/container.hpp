@@ -249,7 +249,9 @@ template <size_t I, int64_t Size, Axis A, class L, class... Ls>
 struct SizeFlow<I, Size, A, L, Ls...> {
   static constexpr int64_t in = static_in<L>();
   static constexpr Axis axis = feature_axis<L>();
-  static constexpr bool checked = Size == dynamic || in == dynamic || axis != A || sequential_sizes_agree<I, Size, in>::value;
+  // conditional_t names the check without instantiating it unless both sizes are known.
+  static constexpr bool checked = std::conditional_t<Size == dynamic || in == dynamic || axis != A, std::true_type,
+                                                     sequential_sizes_agree<I, Size, in>>::value;
   static constexpr int64_t out = static_out<L>();
   static constexpr int64_t next_size = out != dynamic ? out : (A != Axis::none && keeps_axis<L>(A) ? Size : dynamic);
   static constexpr Axis next_axis = out != dynamic ? axis : (A != Axis::none && keeps_axis<L>(A) ? A : Axis::none);

@@ -218,7 +218,9 @@ inline void get_option(const StateDict& sd, const std::string& key, std::optiona
 
 template <class Derived, scalar_type T, class O, class G, class S>
 OptimizerBase<Derived, T, O, G, S>::OptimizerBase(std::vector<Tensor<T>> params, const O& defaults)
-    : OptimizerBase(std::vector<GroupSpec>{GroupSpec{std::move(params), {}}}, defaults) {}
+    : OptimizerBase(std::vector<GroupSpec>{GroupSpec{std::move(params), {}}}, defaults) {
+  DL_CHECK(!groups_[0].params.empty(), "optimizer got an empty parameter list");
+}
 
 template <class Derived, scalar_type T, class O, class G, class S>
 OptimizerBase<Derived, T, O, G, S>::OptimizerBase(std::vector<GroupSpec> groups, const O& defaults) : defaults_(defaults) {

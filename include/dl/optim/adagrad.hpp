@@ -1,0 +1,151 @@
+// dl/optim/adagrad.hpp — Adagrad and Adadelta, as PyTorch's torch.optim.Adagrad / Adadelta.
+#pragma once
+
+#include <cmath>
+
+#include "adamax.hpp"
+
+namespace dl::optim {
+
+// ------------------------------------------------------------------------------ declarations
+
+#define DL_ADAGRAD_FIELDS(X)                \
+  X(double, lr, 1e-2)                       \
+  X(double, lr_decay, 0.0)                  \
+  X(double, weight_decay, 0.0)              \
+  X(double, initial_accumulator_value, 0.0) \
+  X(double, eps, 1e-10)                     \
+  X(bool, maximize, false)
+DL_OPTIM_OPTIONS(Adagrad, DL_ADAGRAD_FIELDS)
+#undef DL_ADAGRAD_FIELDS
+
+#define DL_ADADELTA_FIELDS(X)    \
+  X(double, lr, 1.0)             \
+  X(double, rho, 0.9)            \
+  X(double, eps, 1e-6)           \
+  X(double, weight_decay, 0.0)   \
+  X(bool, maximize, false)
+DL_OPTIM_OPTIONS(Adadelta, DL_ADADELTA_FIELDS)
+#undef DL_ADADELTA_FIELDS
+
+template <scalar_type T>
+struct AdagradState {
+  double step = 0;
+  Tensor<T> sum;
+  template <class F>
+  void for_each(F&& f) { f("step", step), f("sum", sum); }
+  template <class F>
+  void for_each(F&& f) const { f("step", step), f("sum", sum); }
+};
+
+template <scalar_type T>
+struct AdadeltaState {
+  double step = 0;
+  Tensor<T> square_avg, acc_delta;
+  template <class F>
+  void for_each(F&& f) { f("step", step), f("square_avg", square_avg), f("acc_delta", acc_delta); }
+  template <class F>
+  void for_each(F&& f) const { f("step", step), f("square_avg", square_avg), f("acc_delta", acc_delta); }
+};
+
+#define DL_OPTIMIZER_CLASS(Name, StateT)                                                                           \
+  template <scalar_type T = float>                                                                                 \
+  class Name : public OptimizerBase<Name<T>, T, Name##Options, Name##GroupOptions, StateT<T>> {                    \
+    using Base = OptimizerBase<Name<T>, T, Name##Options, Name##GroupOptions, StateT<T>>;                          \
+                                                                                                                   \
+   public:                                                                                                         \
+    using typename Base::GroupSpec;                                                                                \
+    using Base::step;                                                                                              \
+    explicit Name(std::vector<Tensor<T>> params, const Name##Options& o = {}) : Base(std::move(params), o) {}      \
+    explicit Name(std::vector<GroupSpec> groups, const Name##Options& o = {}) : Base(std::move(groups), o) {}      \
+    static void validate(const Name##Options& o);                                                                  \
+    std::string name() const override { return #Name; }                                                            \
+    void step() override;                                                                                          \
+  };
+DL_OPTIMIZER_CLASS(Adagrad, AdagradState)
+DL_OPTIMIZER_CLASS(Adadelta, AdadeltaState)
+#undef DL_OPTIMIZER_CLASS
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+
+template <class T>
+struct AdagradRule {
+  T wd, eps, clr;
+  template <class V>
+  DL_INLINE void operator()(V& p, const V& g0, std::array<V, 1>& s) const {
+    using std::sqrt;
+    V g = g0;
+    if (wd != T(0)) g = g + p * wd;
+    s[0] = s[0] + g * g;
+    p = p - g / (sqrt(s[0]) + eps) * clr;
+  }
+};
+
+template <class T>
+struct AdadeltaRule {
+  T wd, rho, w, eps, lr;  // w = 1 - rho
+  template <class V>
+  DL_INLINE void operator()(V& p, const V& g0, std::array<V, 2>& s) const {
+    using std::sqrt;
+    V g = g0;
+    if (wd != T(0)) g = g + p * wd;
+    s[0] = s[0] * rho + g * g * w;
+    const V delta = sqrt(s[1] + eps) / sqrt(s[0] + eps) * g;
+    s[1] = s[1] * rho + delta * delta * w;
+    p = p - delta * lr;
+  }
+};
+
+}  // namespace detail
+
+template <scalar_type T>
+void Adagrad<T>::validate(const AdagradOptions& o) {
+  using dl::detail::py_number;
+  DL_CHECK(o.lr >= 0, "Invalid learning rate: ", py_number(o.lr));
+  DL_CHECK(o.lr_decay >= 0, "Invalid lr_decay value: ", py_number(o.lr_decay));
+  DL_CHECK(o.weight_decay >= 0, "Invalid weight_decay value: ", py_number(o.weight_decay));
+  DL_CHECK(o.initial_accumulator_value >= 0, "Invalid initial_accumulator_value value: ", py_number(o.initial_accumulator_value));
+  DL_CHECK(o.eps >= 0, "Invalid epsilon value: ", py_number(o.eps));
+}
+
+template <scalar_type T>
+void Adagrad<T>::step() {
+  using Rule = detail::AdagradRule<T>;
+  detail::adam_family_step<T, 1, Rule>(
+      this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
+      [](const AdagradOptions& o, const Tensor<T>& p, AdagradState<T>& st, Tensor<T>& target, Tensor<T>& g) {
+        if (!st.sum.defined()) st.sum = full<T>(p.shape(), o.initial_accumulator_value);
+        st.step += 1;
+        const double clr = o.lr / (1 + (st.step - 1) * o.lr_decay);
+        return detail::StepItem<T, 1, Rule>{target.data(), g.data(), {st.sum.data()}, p.numel(), Rule{T(o.weight_decay), T(o.eps), T(clr)}};
+      });
+}
+
+template <scalar_type T>
+void Adadelta<T>::validate(const AdadeltaOptions& o) {
+  using dl::detail::py_number;
+  DL_CHECK(o.lr >= 0, "Invalid learning rate: ", py_number(o.lr));
+  DL_CHECK(o.rho >= 0 && o.rho <= 1, "Invalid rho value: ", py_number(o.rho));
+  DL_CHECK(o.eps >= 0, "Invalid epsilon value: ", py_number(o.eps));
+  DL_CHECK(o.weight_decay >= 0, "Invalid weight_decay value: ", py_number(o.weight_decay));
+}
+
+template <scalar_type T>
+void Adadelta<T>::step() {
+  using Rule = detail::AdadeltaRule<T>;
+  detail::adam_family_step<T, 2, Rule>(
+      this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
+      [](const AdadeltaOptions& o, const Tensor<T>& p, AdadeltaState<T>& st, Tensor<T>& target, Tensor<T>& g) {
+        if (!st.square_avg.defined()) {
+          st.square_avg = zeros<T>(p.shape());
+          st.acc_delta = zeros<T>(p.shape());
+        }
+        st.step += 1;
+        return detail::StepItem<T, 2, Rule>{target.data(), g.data(), {st.square_avg.data(), st.acc_delta.data()}, p.numel(),
+                                            Rule{T(o.weight_decay), T(o.rho), T(1 - o.rho), T(o.eps), T(o.lr)}};
+      });
+}
+
+}  // namespace dl::optim

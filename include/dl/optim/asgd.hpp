@@ -1,0 +1,94 @@
+// dl/optim/asgd.hpp — averaged stochastic gradient descent (PyTorch's torch.optim.ASGD): the state
+// "ax" holds the running average of the parameters once step exceeds t0.
+#pragma once
+
+#include <cmath>
+
+#include "adamax.hpp"
+
+namespace dl::optim {
+
+// ------------------------------------------------------------------------------ declarations
+
+#define DL_ASGD_FIELDS(X)        \
+  X(double, lr, 1e-2)            \
+  X(double, lambd, 1e-4)         \
+  X(double, alpha, 0.75)         \
+  X(double, t0, 1e6)             \
+  X(double, weight_decay, 0.0)   \
+  X(bool, maximize, false)
+DL_OPTIM_OPTIONS(ASGD, DL_ASGD_FIELDS)
+#undef DL_ASGD_FIELDS
+
+template <scalar_type T>
+struct ASGDState {
+  double step = 0, eta = 0, mu = 1;
+  Tensor<T> ax;
+  template <class F>
+  void for_each(F&& f) { f("step", step), f("eta", eta), f("mu", mu), f("ax", ax); }
+  template <class F>
+  void for_each(F&& f) const { f("step", step), f("eta", eta), f("mu", mu), f("ax", ax); }
+};
+
+template <scalar_type T = float>
+class ASGD : public OptimizerBase<ASGD<T>, T, ASGDOptions, ASGDGroupOptions, ASGDState<T>> {
+  using Base = OptimizerBase<ASGD<T>, T, ASGDOptions, ASGDGroupOptions, ASGDState<T>>;
+
+ public:
+  using typename Base::GroupSpec;
+  using Base::step;
+  explicit ASGD(std::vector<Tensor<T>> params, const ASGDOptions& o = {}) : Base(std::move(params), o) {}
+  explicit ASGD(std::vector<GroupSpec> groups, const ASGDOptions& o = {}) : Base(std::move(groups), o) {}
+  static void validate(const ASGDOptions& o);
+  std::string name() const override { return "ASGD"; }
+  void step() override;
+};
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+/// s = (ax): p = p (1 - lambd eta) - eta g, then ax moves towards p by mu (or becomes p).
+template <class T>
+struct ASGDRule {
+  T wd, decay, eta, mu;
+  template <class V>
+  DL_INLINE void operator()(V& p, const V& g0, std::array<V, 1>& s) const {
+    V g = g0;
+    if (wd != T(0)) g = g + p * wd;
+    p = p * decay - g * eta;
+    s[0] = mu != T(1) ? s[0] + (p - s[0]) * mu : p;
+  }
+};
+}  // namespace detail
+
+template <scalar_type T>
+void ASGD<T>::validate(const ASGDOptions& o) {
+  using dl::detail::py_number;
+  DL_CHECK(o.lr >= 0, "Invalid learning rate: ", py_number(o.lr));
+  DL_CHECK(o.lambd >= 0, "Invalid lambd value: ", py_number(o.lambd));
+  DL_CHECK(o.alpha >= 0, "Invalid alpha value: ", py_number(o.alpha));
+  DL_CHECK(o.weight_decay >= 0, "Invalid weight_decay value: ", py_number(o.weight_decay));
+}
+
+template <scalar_type T>
+void ASGD<T>::step() {
+  using Rule = detail::ASGDRule<T>;
+  detail::adam_family_step<T, 1, Rule>(
+      this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
+      [](const ASGDOptions& o, const Tensor<T>& p, ASGDState<T>& st, Tensor<T>& target, Tensor<T>& g) {
+        if (!st.ax.defined()) {
+          st.ax = zeros<T>(p.shape());
+          st.eta = double(float(o.lr));
+          st.mu = 1;
+        }
+        st.step += 1;
+        const Rule r{T(o.weight_decay), T(1 - o.lambd * st.eta), T(st.eta), T(st.mu)};
+        // The step uses the current eta and mu; the next ones follow PyTorch's schedule, stored as
+        // PyTorch stores them (float32 0-d tensors, the default scalar dtype).
+        st.eta = double(float(o.lr / std::pow(1 + o.lambd * o.lr * st.step, o.alpha)));
+        st.mu = double(float(1 / std::max(1.0, st.step - o.t0)));
+        return detail::StepItem<T, 1, Rule>{target.data(), g.data(), {st.ax.data()}, p.numel(), r};
+      });
+}
+
+}  // namespace dl::optim

@@ -1,0 +1,209 @@
+// dl/optim/rmsprop.hpp — RMSprop (centered, momentum) and Rprop (resilient backpropagation), as
+// PyTorch's torch.optim.RMSprop / Rprop.
+#pragma once
+
+#include <cmath>
+
+#include "adamax.hpp"
+
+namespace dl::optim {
+
+// ------------------------------------------------------------------------------ declarations
+
+#define DL_RMSPROP_FIELDS(X)     \
+  X(double, lr, 1e-2)            \
+  X(double, alpha, 0.99)         \
+  X(double, eps, 1e-8)           \
+  X(double, weight_decay, 0.0)   \
+  X(double, momentum, 0.0)       \
+  X(bool, centered, false)       \
+  X(bool, maximize, false)
+DL_OPTIM_OPTIONS(RMSprop, DL_RMSPROP_FIELDS)
+#undef DL_RMSPROP_FIELDS
+
+#define DL_RPROP_FIELDS(X)               \
+  X(double, lr, 1e-2)                    \
+  X(Pair, etas, Pair(0.5, 1.2))          \
+  X(Pair, step_sizes, Pair(1e-6, 50.0))  \
+  X(bool, maximize, false)
+DL_OPTIM_OPTIONS(Rprop, DL_RPROP_FIELDS)
+#undef DL_RPROP_FIELDS
+
+template <scalar_type T>
+struct RMSpropState {
+  double step = 0;
+  Tensor<T> square_avg, momentum_buffer, grad_avg;
+  template <class F>
+  void for_each(F&& f) { f("step", step), f("square_avg", square_avg), f("momentum_buffer", momentum_buffer), f("grad_avg", grad_avg); }
+  template <class F>
+  void for_each(F&& f) const {
+    f("step", step), f("square_avg", square_avg), f("momentum_buffer", momentum_buffer), f("grad_avg", grad_avg);
+  }
+};
+
+template <scalar_type T>
+struct RpropState {
+  double step = 0;
+  Tensor<T> prev, step_size;
+  template <class F>
+  void for_each(F&& f) { f("step", step), f("prev", prev), f("step_size", step_size); }
+  template <class F>
+  void for_each(F&& f) const { f("step", step), f("prev", prev), f("step_size", step_size); }
+};
+
+template <scalar_type T = float>
+class RMSprop : public OptimizerBase<RMSprop<T>, T, RMSpropOptions, RMSpropGroupOptions, RMSpropState<T>> {
+  using Base = OptimizerBase<RMSprop<T>, T, RMSpropOptions, RMSpropGroupOptions, RMSpropState<T>>;
+
+ public:
+  using typename Base::GroupSpec;
+  using Base::step;
+  explicit RMSprop(std::vector<Tensor<T>> params, const RMSpropOptions& o = {}) : Base(std::move(params), o) {}
+  explicit RMSprop(std::vector<GroupSpec> groups, const RMSpropOptions& o = {}) : Base(std::move(groups), o) {}
+  static void validate(const RMSpropOptions& o);
+  std::string name() const override { return "RMSprop"; }
+  void step() override;
+  std::optional<double> get_momentum(size_t g) const override { return this->group(g).options.momentum; }
+  void set_momentum(size_t g, double m) override { this->group(g).options.momentum = m; }
+};
+
+template <scalar_type T = float>
+class Rprop : public OptimizerBase<Rprop<T>, T, RpropOptions, RpropGroupOptions, RpropState<T>> {
+  using Base = OptimizerBase<Rprop<T>, T, RpropOptions, RpropGroupOptions, RpropState<T>>;
+
+ public:
+  using typename Base::GroupSpec;
+  using Base::step;
+  explicit Rprop(std::vector<Tensor<T>> params, const RpropOptions& o = {}) : Base(std::move(params), o) {}
+  explicit Rprop(std::vector<GroupSpec> groups, const RpropOptions& o = {}) : Base(std::move(groups), o) {}
+  static void validate(const RpropOptions& o);
+  std::string name() const override { return "Rprop"; }
+  void step() override;
+};
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+
+/// s = (square_avg[, grad_avg][, momentum_buffer]).
+template <class T, bool Centered, bool Momentum>
+struct RMSpropRule {
+  static constexpr int K = 1 + Centered + Momentum;
+  T wd, alpha, w, eps, lr, momentum;  // w = 1 - alpha
+  template <class V>
+  DL_INLINE void operator()(V& p, const V& g0, std::array<V, K>& s) const {
+    using std::sqrt;
+    V g = g0;
+    if (wd != T(0)) g = g + p * wd;
+    s[0] = s[0] * alpha + g * g * w;
+    V avg;
+    if constexpr (Centered) {
+      s[1] = s[1] + (g - s[1]) * w;
+      avg = sqrt(s[0] - s[1] * s[1]) + eps;
+    } else {
+      avg = sqrt(s[0]) + eps;
+    }
+    if constexpr (Momentum) {
+      s[K - 1] = s[K - 1] * momentum + g / avg;
+      p = p - s[K - 1] * lr;
+    } else {
+      p = p - g / avg * lr;
+    }
+  }
+};
+
+template <class T, bool C, bool M, class Group, class StateOf>
+void rmsprop_group(Group& group, StateOf&& state_of) {
+  using Rule = RMSpropRule<T, C, M>;
+  constexpr int K = Rule::K;
+  const RMSpropOptions& o = group.options;
+  StepBatch<T> batch;
+  std::vector<StepItem<T, K, Rule>> items;
+  for (auto& p : group.params) {
+    if (!p.grad().defined()) continue;
+    auto [target, g] = batch.add(p, o.maximize);
+    auto& st = state_of(p);
+    if (!st.square_avg.defined()) st.square_avg = zeros<T>(p.shape());
+    if (C && !st.grad_avg.defined()) st.grad_avg = zeros<T>(p.shape());
+    if (M && !st.momentum_buffer.defined()) st.momentum_buffer = zeros<T>(p.shape());
+    st.step += 1;
+    std::array<T*, K> s;
+    s[0] = st.square_avg.data();
+    if constexpr (C) s[1] = st.grad_avg.data();
+    if constexpr (M) s[K - 1] = st.momentum_buffer.data();
+    items.push_back({target.data(), g.data(), s, p.numel(),
+                     Rule{T(o.weight_decay), T(o.alpha), T(1 - o.alpha), T(o.eps), T(o.lr), T(o.momentum)}});
+  }
+  fused_step(items);
+  batch.finish();
+}
+
+/// s = (prev, step_size).
+template <class T>
+struct RpropRule {
+  T etaminus, etaplus, min_step, max_step;
+  template <class V>
+  DL_INLINE void operator()(V& p, const V& g0, std::array<V, 2>& s) const {
+    const V prod = g0 * s[0];
+    const V factor = expr::select(prod > T(0), V(etaplus), expr::select(prod < T(0), V(etaminus), V(T(1))));
+    s[1] = vmax(vmin(s[1] * factor, V(max_step)), V(min_step));
+    const V g = expr::select(prod < T(0), V(T(0)), g0);
+    p = p - vsign(g) * s[1];
+    s[0] = g;
+  }
+  template <class V>
+  static DL_INLINE V vmin(const V& a, const V& b) {
+    return expr::select(b < a, b, a);
+  }
+};
+
+}  // namespace detail
+
+template <scalar_type T>
+void RMSprop<T>::validate(const RMSpropOptions& o) {
+  using dl::detail::py_number;
+  DL_CHECK(o.lr >= 0, "Invalid learning rate: ", py_number(o.lr));
+  DL_CHECK(o.eps >= 0, "Invalid epsilon value: ", py_number(o.eps));
+  DL_CHECK(o.momentum >= 0, "Invalid momentum value: ", py_number(o.momentum));
+  DL_CHECK(o.weight_decay >= 0, "Invalid weight_decay value: ", py_number(o.weight_decay));
+  DL_CHECK(o.alpha >= 0, "Invalid alpha value: ", py_number(o.alpha));
+}
+
+template <scalar_type T>
+void RMSprop<T>::step() {
+  NoGradGuard no_grad;
+  auto state_of = [this](const Tensor<T>& p) -> auto& { return this->state(p); };
+  for (auto& group : this->param_groups()) {
+    const bool c = group.options.centered, m = group.options.momentum > 0;
+    if (c && m) detail::rmsprop_group<T, true, true>(group, state_of);
+    else if (c) detail::rmsprop_group<T, true, false>(group, state_of);
+    else if (m) detail::rmsprop_group<T, false, true>(group, state_of);
+    else detail::rmsprop_group<T, false, false>(group, state_of);
+  }
+}
+
+template <scalar_type T>
+void Rprop<T>::validate(const RpropOptions& o) {
+  using dl::detail::py_number;
+  DL_CHECK(o.lr >= 0, "Invalid learning rate: ", py_number(o.lr));
+  DL_CHECK(0 < o.etas.first && o.etas.first < 1 && 1 < o.etas.second, "Invalid eta values: ", py_number(o.etas.first), ", ",
+           py_number(o.etas.second));
+}
+
+template <scalar_type T>
+void Rprop<T>::step() {
+  using Rule = detail::RpropRule<T>;
+  detail::adam_family_step<T, 2, Rule>(
+      this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
+      [](const RpropOptions& o, const Tensor<T>& p, RpropState<T>& st, Tensor<T>& target, Tensor<T>& g) {
+        if (!st.prev.defined()) {
+          st.prev = zeros<T>(p.shape());
+          st.step_size = full<T>(p.shape(), o.lr);
+        }
+        st.step += 1;
+        return detail::StepItem<T, 2, Rule>{target.data(), g.data(), {st.prev.data(), st.step_size.data()}, p.numel(),
+                                            Rule{T(o.etas.first), T(o.etas.second), T(o.step_sizes.first), T(o.step_sizes.second)}};
+      });
+}
+
+}  // namespace dl::optim
