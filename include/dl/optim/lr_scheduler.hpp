@@ -480,6 +480,12 @@ class ReduceLROnPlateau : public LRScheduler {
   /// Takes the metric: throws, naming step(metric).
   void step() override;
   void step(double metric);
+  /// A one-element tensor metric (e.g. the validation loss).
+  template <scalar_type T>
+  void step(const Tensor<T>& metric) {
+    DL_CHECK(metric.numel() == 1, "ReduceLROnPlateau.step: the metric must have one element, got shape ", metric.shape());
+    step(double(metric.item()));
+  }
   /// Throws: the rates depend on the metric (PyTorch raises NotImplementedError).
   std::vector<double> get_lr() override;
   double best() const { return best_; }
