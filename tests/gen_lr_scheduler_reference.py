@@ -13,7 +13,7 @@ import math
 import warnings
 
 import torch
-from torch.optim import SGD
+from torch.optim import SGD, Adam
 from torch.optim import lr_scheduler as S
 
 from refbin import Writer, det
@@ -32,16 +32,21 @@ def make_opt(lrs=(0.1, 0.05), initial_lrs=None):
     return opt
 
 
+def momenta(opt):
+    """SGD's momentum, or Adam's beta1 (what CyclicLR and OneCycleLR cycle)."""
+    return [g["betas"][0] if "betas" in g else g["momentum"] for g in opt.param_groups]
+
+
 def record(name, opt, sched, step, steps=STEPS, momentum=False, hook=None):
     """Runs step(i) for i in 0..steps-1 after construction; hook(i) before each step may change the groups."""
     lrs = [list(sched.get_last_lr())]
-    moms = [[g["momentum"] for g in opt.param_groups]]
+    moms = [momenta(opt)]
     for i in range(steps):
         if hook is not None:
             hook(i)
         step(i)
         lrs.append(list(sched.get_last_lr()))
-        moms.append([g["momentum"] for g in opt.param_groups])
+        moms.append(momenta(opt))
     ref.put(name + "/lr", torch.tensor(lrs, dtype=torch.float64))
     if momentum:
         ref.put(name + "/momentum", torch.tensor(moms, dtype=torch.float64))
@@ -105,6 +110,14 @@ plain("onecycle_linear3", lambda o: S.OneCycleLR(o, max_lr=0.5, epochs=10, steps
       momentum=True)
 plain("onecycle_nomom", lambda o: S.OneCycleLR(o, max_lr=0.3, total_steps=100, pct_start=0.4, cycle_momentum=False),
       momentum=True)
+
+# On Adam the cycled momentum is beta1.
+for name, make in (("onecycle_adam", lambda o: S.OneCycleLR(o, max_lr=[0.01, 0.02], total_steps=100)),
+                   ("cyclic_adam", lambda o: S.CyclicLR(o, base_lr=1e-3, max_lr=1e-2, step_size_up=7, base_momentum=0.85,
+                                                        max_momentum=0.95))):
+    opt = Adam([{"params": [torch.zeros(1, requires_grad=True)], "lr": lr} for lr in (0.1, 0.05)], betas=(0.9, 0.99))
+    sched = make(opt)
+    record(name, opt, sched, lambda i: sched.step(), momentum=True)
 
 # ------------------------------------------------------------------------------ ReduceLROnPlateau
 noise = det((STEPS,), 11)

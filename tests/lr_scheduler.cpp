@@ -5,14 +5,18 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <numbers>
 #include <string>
 #include <vector>
 
+#include <dl/optim/adagrad.hpp>
+#include <dl/optim/adam.hpp>
 #include <dl/optim/lr_scheduler.hpp>
 #include <dl/optim/sgd.hpp>
+#include <dl/io/serialize.hpp>
 
 #include "refbin.hpp"
 
@@ -444,6 +448,30 @@ TEST_CASE("lr_scheduler: resuming from state dicts continues the same sequence")
   }
 }
 
+TEST_CASE("lr_scheduler: state dicts survive a safetensors file") {
+  const std::string path = (std::filesystem::temp_directory_path() / "dl_test_lr_scheduler.safetensors").string();
+  for (const std::string name : {"plateau_max_rel", "sequential3", "cyclic_tri2"}) {
+    CAPTURE(name);
+    const Factory make = find_case(name);
+    auto opt = make_opt();
+    Built b;
+    make(b, *opt);
+    for (int i = 0; i < 30; ++i) b.do_step(i);
+    dl::save(b.main->state_dict(), path);
+    auto opt2 = make_opt();
+    Built b2;
+    make(b2, *opt2);
+    opt2->load_state_dict(opt->state_dict());
+    b2.main->load_state_dict(dl::load(path));
+    for (int i = 30; i < 60; ++i) {
+      b.do_step(i);
+      b2.do_step(i);
+      CHECK(b2.main->get_last_lr() == b.main->get_last_lr());
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("lr_scheduler: state_dict holds the scheduler's numbers under PyTorch's names") {
   auto opt = make_opt();
   optim::StepLR s(*opt, {.step_size = 3, .gamma = 0.5});
@@ -490,6 +518,32 @@ TEST_CASE("lr_scheduler: construction sets initial_lr and makes the initial step
   optim::ExponentialLR e(*opt, {.gamma = 0.5});
   CHECK(e.base_lrs() == std::vector<double>{0.1, 0.05});
   CHECK(e.get_last_lr() == std::vector<double>{0.7, 0.05});
+}
+
+TEST_CASE("lr_scheduler: CyclicLR and OneCycleLR cycle Adam's beta1") {
+  auto make = [](Built& b, optim::Optimizer& o, const std::string& name) {
+    if (name == "onecycle_adam") b.add<optim::OneCycleLR>(o, optim::OneCycleLROptions{.max_lr = {0.01, 0.02}, .total_steps = 100});
+    else
+      b.add<optim::CyclicLR>(o, optim::CyclicLROptions{.base_lr = 1e-3, .max_lr = 1e-2, .step_size_up = 7, .base_momentum = 0.85,
+                                                       .max_momentum = 0.95});
+  };
+  for (const std::string name : {"onecycle_adam", "cyclic_adam"}) {
+    CAPTURE(name);
+    std::vector<optim::Adam<float>::GroupSpec> groups;
+    for (double lr : {0.1, 0.05}) groups.push_back({{dl::zeros<float>({1})}, {.lr = lr}});
+    optim::Adam<float> adam(groups, {.betas = {0.9, 0.99}});
+    Built b;
+    make(b, adam, name);
+    Run run;
+    record(run, b, adam);
+    for (int i = 0; i < kSteps; ++i) {
+      b.do_step(i);
+      record(run, b, adam);
+    }
+    check_rows(run.lr, name + "/lr");
+    check_rows(run.momentum, name + "/momentum");
+    CHECK(adam.param_groups()[1].options.betas.second == 0.99);  // beta2 is left alone
+  }
 }
 
 TEST_CASE("lr_scheduler: CyclicLR and OneCycleLR cycle SGD's momentum") {
@@ -637,6 +691,10 @@ TEST_CASE("lr_scheduler: errors name PyTorch's reasons") {
     LrOnly plain({0.1});
     CHECK_THROWS_WITH_AS(OneCycleLR(plain, {.max_lr = 0.1, .total_steps = 10}),
                          Contains("optimizer must support momentum or beta1 with `cycle_momentum` option enabled"), Error);
+    optim::Adagrad<float> adagrad(std::vector<dl::Tensor<float>>{dl::zeros<float>({1})});
+    CHECK_THROWS_WITH_AS(OneCycleLR(adagrad, {.max_lr = 0.1, .total_steps = 10}),
+                         Contains("optimizer must support momentum or beta1 with `cycle_momentum` option enabled (OneCycleLR on Adagrad)"),
+                         Error);
     OneCycleLR s(o, {.max_lr = 0.1, .total_steps = 10});
     for (int i = 0; i < 10; ++i) s.step();
     CHECK_THROWS_WITH_AS(s.step(), Contains("Tried to step 11 times. The specified number of total steps is 10"), Error);
