@@ -1,7 +1,8 @@
-// dl/nn/functional.hpp — dl::nn::functional (F in samples): the stateless layer functions on the
-// CPU kernels — linear (with a fused activation), conv1d, conv2d, conv_transpose2d, max/avg and
-// adaptive pooling — with PyTorch's argument order, defaults and shape checks; and dl::nn::grad,
-// the convolution gradients as functions (torch.nn.grad.conv2d_input / conv2d_weight).
+// dl/nn/functional.hpp — dl::nn::functional (F in samples): the stateless layer functions with
+// PyTorch's argument order, defaults and shape checks. This file has linear (with a fused
+// activation), conv1d, conv2d, conv_transpose2d, max/avg and adaptive 2-d pooling, and dl::nn::grad
+// (torch.nn.grad.conv2d_input / conv2d_weight); it includes the rest: activations, softmax,
+// losses, dropout, normalization, embedding and one_hot, padding, conv3d and the 1-d forms.
 #pragma once
 
 #include <optional>
@@ -313,3 +314,12 @@ Tensor<T> conv2d_weight(const Tensor<T>& input, const Shape& weight_shape, const
 }
 
 }  // namespace dl::nn::grad
+
+#include "functional/activation.hpp"
+#include "functional/conv_extra.hpp"
+#include "functional/dropout.hpp"
+#include "functional/loss.hpp"
+#include "functional/normalization.hpp"
+#include "functional/padding.hpp"
+#include "functional/softmax.hpp"
+#include "functional/sparse.hpp"
