@@ -619,6 +619,7 @@ TEST_CASE("lr_scheduler: errors name PyTorch's reasons") {
                          Contains("Starting multiplicative factor expected to be greater than 0 and less or equal to 1."), Error);
     CHECK_THROWS_WITH_AS(LinearLR(o, {.end_factor = 1.5}), Contains("Ending multiplicative factor expected to be between 0 and 1."),
                          Error);
+    CHECK_THROWS_WITH_AS(ExponentialLR(o, {}), Contains("ExponentialLR: gamma is required"), Error);
     CHECK_THROWS_WITH_AS(CosineAnnealingWarmRestarts(o, {.T_0 = -1}), Contains("Expected positive integer T_0, but got -1"), Error);
     CHECK_THROWS_WITH_AS(CosineAnnealingWarmRestarts(o, {.T_0 = 5, .T_mult = 0}), Contains("Expected integer T_mult >= 1, but got 0"),
                          Error);

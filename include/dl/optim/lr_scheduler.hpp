@@ -281,7 +281,7 @@ class LinearLR : public LRScheduler {
 
 /// ExponentialLR: lr *= gamma every epoch.
 struct ExponentialLROptions {
-  double gamma;  ///< required
+  double gamma = std::numeric_limits<double>::quiet_NaN();  ///< required
   int64_t last_epoch = -1;
 };
 class ExponentialLR : public LRScheduler {
@@ -986,6 +986,7 @@ inline void LinearLR::visit_state(detail::SchedulerFields& f) {
 
 inline ExponentialLR::ExponentialLR(Optimizer& optimizer, const ExponentialLROptions& o)
     : LRScheduler(optimizer), gamma_(o.gamma) {
+  DL_CHECK(!std::isnan(o.gamma), "ExponentialLR: gamma is required (ExponentialLROptions{.gamma = ...})");
   init(o.last_epoch);
 }
 
