@@ -7,7 +7,6 @@
 // global or opcode is a dl::Error naming it.
 #pragma once
 
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -47,6 +46,8 @@ struct StorageType {
 
 enum class Kind : uint8_t { None, Bool, Int, Float, String, Tuple, List, Dict, Global, Storage, Tensor };
 std::string_view kind_name(Kind k);
+/// "an int", "a list", "None": for messages.
+std::string a_kind(Kind k);
 
 struct Object;
 
@@ -148,6 +149,11 @@ inline std::string_view kind_name(Kind k) {
     case Kind::Tensor: return "tensor";
   }
   return "?";
+}
+
+inline std::string a_kind(Kind k) {
+  if (k == Kind::None) return "None";
+  return (k == Kind::Int ? "an " : "a ") + std::string(kind_name(k));
 }
 
 inline void DictData::set(Value key, Value value) {
@@ -270,15 +276,15 @@ inline Value Unpickler::persistent_load(const Value& pid) {
 }
 
 inline Value Unpickler::reduce(const Value& callable, const Value& args_value) {
-  DL_CHECK(callable.kind == Kind::Global, "pickle: REDUCE at byte ", pos_, " calls a ", kind_name(callable.kind));
+  DL_CHECK(callable.kind == Kind::Global, "pickle: REDUCE at byte ", pos_, " calls ", a_kind(callable.kind));
   DL_CHECK(args_value.kind == Kind::Tuple, "pickle: REDUCE at byte ", pos_, " has arguments of type ",
            kind_name(args_value.kind));
   const auto& args = std::get<std::vector<Value>>(args_value.obj->data);
   auto int_tuple = [&](const Value& v, const char* what) {
-    DL_CHECK(v.kind == Kind::Tuple, "pickle: tensor ", what, " is a ", kind_name(v.kind), ", not a tuple");
+    DL_CHECK(v.kind == Kind::Tuple, "pickle: tensor ", what, " is ", a_kind(v.kind), ", not a tuple");
     std::vector<int64_t> out;
     for (const Value& x : std::get<std::vector<Value>>(v.obj->data)) {
-      DL_CHECK(x.kind == Kind::Int, "pickle: tensor ", what, " holds a ", kind_name(x.kind));
+      DL_CHECK(x.kind == Kind::Int, "pickle: tensor ", what, " holds ", a_kind(x.kind));
       out.push_back(x.i);
     }
     return out;
@@ -291,9 +297,9 @@ inline Value Unpickler::reduce(const Value& callable, const Value& args_value) {
       // (storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
       DL_CHECK(args.size() == 6 || args.size() == 7, "pickle: _rebuild_tensor_v2 takes 6 or 7 arguments, got ",
                args.size());
-      DL_CHECK(args[0].kind == Kind::Storage, "pickle: _rebuild_tensor_v2 of a ", kind_name(args[0].kind),
+      DL_CHECK(args[0].kind == Kind::Storage, "pickle: _rebuild_tensor_v2 of ", a_kind(args[0].kind),
                " instead of a storage");
-      DL_CHECK(args[1].kind == Kind::Int, "pickle: tensor storage offset is a ", kind_name(args[1].kind));
+      DL_CHECK(args[1].kind == Kind::Int, "pickle: tensor storage offset is ", a_kind(args[1].kind));
       TensorRef r{&std::get<StorageRef>(args[0].obj->data), args[1].i, int_tuple(args[2], "size"),
                   int_tuple(args[3], "stride")};
       return make(Kind::Tensor, std::move(r));
@@ -341,11 +347,11 @@ inline Value Unpickler::load(std::string_view in) {
   auto push_string = [&](std::string s) { stack_.push_back(make(Kind::String, std::move(s))); };
   auto push_int = [&](int64_t v) { stack_.push_back(Value{Kind::Int, v, 0, nullptr}); };
   auto as_list = [&](Value& v) -> std::vector<Value>& {
-    DL_CHECK(v.kind == Kind::List, "pickle: APPEND to a ", kind_name(v.kind), " at byte ", pos_);
+    DL_CHECK(v.kind == Kind::List, "pickle: APPEND to ", a_kind(v.kind), " at byte ", pos_);
     return std::get<std::vector<Value>>(v.obj->data);
   };
   auto as_dict = [&](Value& v) -> DictData& {
-    DL_CHECK(v.kind == Kind::Dict, "pickle: SETITEM on a ", kind_name(v.kind), " at byte ", pos_);
+    DL_CHECK(v.kind == Kind::Dict, "pickle: SETITEM on ", a_kind(v.kind), " at byte ", pos_);
     return std::get<DictData>(v.obj->data);
   };
   auto memo_get = [&](uint64_t k) {

@@ -23,8 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "json.hpp"
 #include "pickle.hpp"
 #include "state_dict.hpp"
 #include "zip.hpp"
@@ -90,27 +89,6 @@ inline std::string join_dims(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-/// A JSON object of strings (dl_metadata.json) as a map.
-inline std::map<std::string, std::string> parse_string_map(std::string_view text, const std::string& what) {
-  using json = nlohmann::ordered_json;
-  json j;
-  try {
-    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
-      DL_CHECK(depth <= 2, what, ": nested more deeply than a map of strings");
-      return true;
-    });
-  } catch (const json::exception& e) {
-    throw Error(::dl::detail::cat(what, ": malformed JSON (", e.what(), ")"));
-  }
-  DL_CHECK(j.is_object(), what, ": expected a JSON object of strings, got ", j.type_name());
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : j.items()) {
-    DL_CHECK(v.is_string(), what, ": value of '", k, "' is a ", v.type_name(), ", not a string");
-    out[k] = v.get<std::string>();
-  }
-  return out;
-}
-
 #if DL_HAVE_LIBZIP
 /// Turns the unpickled value of data.pkl into a StateDict, loading each storage once.
 class PthReader {
@@ -161,7 +139,7 @@ inline StateDict PthReader::read() {
   } catch (const Error& e) {
     throw Error(::dl::detail::cat(what_, ": ", prefix_, "/data.pkl: ", e.what()));
   }
-  DL_CHECK(root.kind == pickle::Kind::Dict, what_, ": the file holds a ", pickle::kind_name(root.kind),
+  DL_CHECK(root.kind == pickle::Kind::Dict, what_, ": the file holds ", pickle::a_kind(root.kind),
            ", not a dict of tensors (dl::load reads state dicts)");
   // Each object is visited once in a tree; more visits mean containers shared many times over.
   budget_ = 2 * unpickler_.num_objects() + 4 * kMaxNesting;

@@ -22,8 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "json.hpp"
 #include "state_dict.hpp"
 #include "zip.hpp"
 
@@ -109,23 +108,23 @@ inline SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_
   } catch (const json::exception& e) {
     throw Error(::dl::detail::cat(what, ": malformed JSON header (", e.what(), ")"));
   }
-  DL_CHECK(j.is_object(), what, ": the header is a JSON ", j.type_name(), ", not an object");
+  DL_CHECK(j.is_object(), what, ": the header is ", a_json(j), ", not an object");
   SafetensorsHeader h;
   for (const auto& [name, v] : j.items()) {
     if (name == "__metadata__") {
       if (v.is_null()) continue;
-      DL_CHECK(v.is_object(), what, ": __metadata__ is a ", v.type_name(), ", not an object of strings");
+      DL_CHECK(v.is_object(), what, ": __metadata__ is ", a_json(v), ", not an object of strings");
       for (const auto& [k, s] : v.items()) {
-        DL_CHECK(s.is_string(), what, ": __metadata__ value of '", k, "' is a ", s.type_name(), ", not a string");
+        DL_CHECK(s.is_string(), what, ": __metadata__ value of '", k, "' is ", a_json(s), ", not a string");
         h.metadata[k] = s.get<std::string>();
       }
       continue;
     }
-    DL_CHECK(v.is_object(), what, ": tensor '", name, "' is described by a ", v.type_name(), ", not an object");
+    DL_CHECK(v.is_object(), what, ": tensor '", name, "' is described by ", a_json(v), ", not an object");
     DL_CHECK(v.contains("dtype") && v.contains("shape") && v.contains("data_offsets"), what, ": tensor '", name,
              "' needs dtype, shape and data_offsets");
     const json &dt = v["dtype"], &shape = v["shape"], &offsets = v["data_offsets"];
-    DL_CHECK(dt.is_string(), what, ": tensor '", name, "': dtype is a ", dt.type_name(), ", not a string");
+    DL_CHECK(dt.is_string(), what, ": tensor '", name, "': dtype is ", a_json(dt), ", not a string");
     const std::string dtype = dt.get<std::string>();
     SafetensorsEntry e{name, ScalarType::Float, {}, 0, 0};
     if (dtype == "BOOL") e.dtype = ScalarType::Bool;
@@ -142,7 +141,7 @@ inline SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_
                ", which dl does not support (it reads BOOL, U8, I32, I64, F32 and F64)");
       throw Error(::dl::detail::cat(what, ": tensor '", name, "' has the unknown dtype '", dtype, "'"));
     }
-    DL_CHECK(shape.is_array(), what, ": tensor '", name, "': shape is a ", shape.type_name(), ", not an array");
+    DL_CHECK(shape.is_array(), what, ": tensor '", name, "': shape is ", a_json(shape), ", not an array");
     DL_CHECK(shape.size() <= size_t(kMaxDims), what, ": tensor '", name, "' has ", shape.size(),
              " dimensions; dl tensors have at most ", kMaxDims);
     uint64_t numel = 1;

@@ -18,6 +18,8 @@
 
 namespace dl {
 
+// ------------------------------------------------------------------------------ declarations
+
 namespace io {
 enum class Format {
   from_extension,  ///< .pth, .pt, .bin, .ckpt: PyTorch's format; anything else: safetensors
@@ -27,8 +29,6 @@ enum class Format {
 /// The format `save` picks for path.
 Format format_for_path(std::string_view path);
 }  // namespace io
-
-// ------------------------------------------------------------------------------ declarations
 
 /// Writes sd to path (through a temporary file renamed into place, so a failed save leaves any
 /// earlier file intact). The format follows the extension unless given.

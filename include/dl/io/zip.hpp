@@ -23,6 +23,9 @@
 #if DL_HAVE_LIBZIP
 #include <zip.h>
 #endif
+#if DL_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 namespace dl::io::detail {
 
@@ -67,8 +70,10 @@ class FileSink final : public Sink {
   std::string path_;
 };
 
-/// CRC-32 (the zip polynomial), continued from `crc` (0 to start).
+/// CRC-32 (the zip polynomial), continued from `crc` (0 to start): zlib's when dl has zlib
+/// (about twice as fast), else crc32_portable.
 uint32_t crc32(const void* data, size_t n, uint32_t crc = 0);
+uint32_t crc32_portable(const void* data, size_t n, uint32_t crc = 0);
 
 /// A zip archive of stored entries. Each entry's data begins at a multiple of 64 bytes (the local
 /// header is padded with an extra field, as PyTorch's writer does), so a reader may map tensors
@@ -159,8 +164,8 @@ inline void FileSink::close() {
 }
 
 namespace zip_detail {
-// Slicing-by-8 tables: 8 bytes per step, about 2 GB/s; the writer computes each entry's CRC
-// before writing the local header, so no data descriptor is needed.
+// Slicing-by-8 tables: 8 bytes per step, about 2.5 GB/s (zlib's braided CRC: 5.5 GB/s). The
+// writer computes each entry's CRC before writing its local header: no data descriptor needed.
 using CrcTables = std::array<std::array<uint32_t, 256>, 8>;
 constexpr CrcTables make_crc_tables() {
   CrcTables t{};
@@ -196,6 +201,14 @@ inline constexpr uint16_t kDosDate = 0x0021;   // 1980-01-01: archives are byte-
 }  // namespace zip_detail
 
 inline uint32_t crc32(const void* data, size_t n, uint32_t crc) {
+#if DL_HAVE_ZLIB
+  return uint32_t(::crc32_z(crc, static_cast<const Bytef*>(data), n));
+#else
+  return crc32_portable(data, n, crc);
+#endif
+}
+
+inline uint32_t crc32_portable(const void* data, size_t n, uint32_t crc) {
   const auto& t = zip_detail::kCrc;
   const auto* p = static_cast<const unsigned char*>(data);
   crc = ~crc;
