@@ -111,6 +111,70 @@ DL_INLINE T ce_value(const ClassLoss<T>& L, int64_t t, T lse, T xt, T sx) {
   return L.eps_c != T(0) ? L.keep * nll + L.eps_c * (lse * L.wsum - sx) : nll;
 }
 
+/// Rows shorter than this are processed a batch of rows at a time, one row per SIMD lane (gathered
+/// loads): a short row would leave most lanes of a batch idle and spend its time in horizontal
+/// reductions ([128, 10] float logits, one thread: forward 7.4 -> 2.0 us, with backward 12.1 -> 4.6 us).
+/// Up to 1.5 batches of classes this wins, beyond it the gathers cost more than the row overhead.
+template <class T>
+inline constexpr int64_t kLaneRowClasses = 3 * int64_t(expr::batch<T>::size) / 2;
+
+/// Calls f(row, false) for each of `rows` rows of C contiguous classes, in parallel; short rows
+/// come as f(first, true) for each full batch of W rows.
+template <class T, class F>
+void for_row_blocks(int64_t rows, int64_t C, F&& f) {
+  constexpr int64_t W = expr::batch<T>::size;
+  if (C > 0 && C < kLaneRowClasses<T>) {
+    const int64_t blocks = (rows + W - 1) / W;
+    parallel_for(0, blocks, std::max<int64_t>(1, 16384 / (W * C)), [&](int64_t b, int64_t e) {
+      for (int64_t blk = b; blk < e; ++blk) {
+        if ((blk + 1) * W <= rows) f(blk * W, true);
+        else
+          for (int64_t o = blk * W; o < rows; ++o) f(o, false);
+      }
+    });
+    return;
+  }
+  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) f(o, false);
+  });
+}
+
+/// Element offsets l * C of the lanes of a batch: lane l reads row l of a [W, C] block.
+template <class T>
+DL_INLINE auto lane_rows(int64_t C) {
+  using IB = xsimd::batch<xsimd::as_integer_t<T>>;
+  alignas(64) xsimd::as_integer_t<T> off[IB::size];
+  for (size_t l = 0; l < IB::size; ++l) off[l] = xsimd::as_integer_t<T>(int64_t(l) * C);
+  return IB::load_aligned(off);
+}
+
+/// Forward of the W rows [o0, o0 + W), one per lane.
+template <class T>
+DL_INLINE void ce_forward_lanes(const ClassLoss<T>& L, const T* x, const int64_t* t, int64_t o0, T* loss, T* lse) {
+  using B = expr::batch<T>;
+  constexpr int64_t W = B::size;
+  const int64_t C = L.C;
+  const T* base = x + o0 * C;
+  const auto idx = lane_rows<T>(C);
+  B m(kNegInf<T>);
+  for (int64_t c = 0; c < C; ++c) m = xsimd::max(m, B::gather(base + c, idx));
+  B s(T(0)), sx(T(0));
+  for (int64_t c = 0; c < C; ++c) {
+    const B v = B::gather(base + c, idx);
+    s += xsimd::exp(v - m);
+    if (L.eps_c != T(0)) sx = xsimd::fma(v, B(L.weight(c)), sx);
+  }
+  const B l = m + xsimd::log(s);
+  l.store_unaligned(lse + o0);
+  alignas(64) T lb[W], sxb[W];
+  l.store_aligned(lb);
+  sx.store_aligned(sxb);
+  for (int64_t k = 0; k < W; ++k) {
+    const int64_t c = L.target(t, o0 + k);
+    loss[o0 + k] = c < 0 ? T(0) : ce_value(L, c, lb[k], base[k * C + c], sxb[k]);
+  }
+}
+
 /// Forward: per-position losses into `loss`, log-sum-exps into `lse` (cross entropy only).
 template <bool Softmax, class T>
 void class_loss_forward(const ClassLoss<T>& L, const T* x, const int64_t* t, T* loss, T* lse) {
@@ -127,14 +191,13 @@ void class_loss_forward(const ClassLoss<T>& L, const T* x, const int64_t* t, T* 
     return;
   }
   if (I == 1) {
-    parallel_for(0, O, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t o = b; o < e; ++o) {
-        const T* row = x + o * C;
-        T sx = 0;
-        lse[o] = logsumexp_row(row, C, L.w, smooth, sx);
-        const int64_t c = L.target(t, o);
-        loss[o] = c < 0 ? T(0) : ce_value(L, c, lse[o], row[c], sx);
-      }
+    for_row_blocks<T>(O, C, [&](int64_t o0, bool lanes) {
+      if (lanes) return ce_forward_lanes(L, x, t, o0, loss, lse);
+      const T* row = x + o0 * C;
+      T sx = 0;
+      lse[o0] = logsumexp_row(row, C, L.w, smooth, sx);
+      const int64_t c = L.target(t, o0);
+      loss[o0] = c < 0 ? T(0) : ce_value(L, c, lse[o0], row[c], sx);
     });
     return;
   }
@@ -187,6 +250,36 @@ struct GradScale {
   T at(int64_t pos) const { return per ? per[pos] : all; }
 };
 
+/// Backward of the W rows [o0, o0 + W), one per lane (gathered loads, scattered stores).
+template <class T>
+DL_INLINE void ce_backward_lanes(const ClassLoss<T>& L, const T* x, const T* lse, const int64_t* t, const GradScale<T>& s, int64_t o0,
+                                 T* gx) {
+  using B = expr::batch<T>;
+  constexpr int64_t W = B::size;
+  const int64_t C = L.C;
+  alignas(64) T ca[W], cb[W], valid[W];
+  int64_t tc[W];
+  for (int64_t k = 0; k < W; ++k) {
+    const int64_t c = tc[k] = L.target(t, o0 + k);
+    const T so = c < 0 ? T(0) : s.at(o0 + k);
+    ca[k] = c < 0 ? T(0) : so * (L.keep * L.weight(c) + L.eps_c * L.wsum);
+    cb[k] = so * L.eps_c;
+    valid[k] = c < 0 ? T(0) : T(1);
+  }
+  const B va = B::load_aligned(ca), vb = B::load_aligned(cb), vl = B::load_unaligned(lse + o0);
+  const auto keep = B::load_aligned(valid) != B(T(0));
+  const auto idx = lane_rows<T>(C);
+  const T* base = x + o0 * C;
+  T* gbase = gx + o0 * C;
+  for (int64_t c = 0; c < C; ++c) {
+    B g = xsimd::exp(B::gather(base + c, idx) - vl) * va;
+    if (L.eps_c != T(0)) g = xsimd::fnma(vb, B(L.weight(c)), g);
+    xsimd::select(keep, g, B(T(0))).scatter(gbase + c, idx);
+  }
+  for (int64_t k = 0; k < W; ++k)
+    if (tc[k] >= 0) gbase[k * C + tc[k]] -= s.at(o0 + k) * L.keep * L.weight(tc[k]);
+}
+
 /// Backward without a graph: the input gradient in one pass.
 template <bool Softmax, class T>
 void class_loss_backward(const ClassLoss<T>& L, const T* x, const T* lse, const int64_t* t, GradScale<T> s, T* gx) {
@@ -205,30 +298,29 @@ void class_loss_backward(const ClassLoss<T>& L, const T* x, const T* lse, const 
   constexpr int64_t W = B::size;
   const bool smooth = L.eps_c != T(0);
   if (I == 1) {
-    parallel_for(0, O, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t o = b; o < e; ++o) {
-        const T* row = x + o * C;
-        T* g = gx + o * C;
-        const int64_t c = L.target(t, o);
-        if (c < 0) {
-          std::fill(g, g + C, T(0));
-          continue;
-        }
-        const T so = s.at(o), wt = L.weight(c);
-        const B va(so * (L.keep * wt + L.eps_c * L.wsum)), vb(so * L.eps_c), vl(lse[o]);
-        const int64_t full = C / W * W, rest = C - full;
-        for (int64_t j = 0; j < full; j += W) {
-          B v = xsimd::exp(B::load_unaligned(row + j) - vl) * va;
-          if (smooth) v = L.w ? xsimd::fnma(vb, B::load_unaligned(L.w + j), v) : v - vb;
-          v.store_unaligned(g + j);
-        }
-        if (rest) {
-          B v = xsimd::exp(partial_batch<T>(rest, T(0), [&](int64_t l) { return row[full + l]; }) - vl) * va;
-          if (smooth) v = L.w ? xsimd::fnma(vb, partial_batch<T>(rest, T(0), [&](int64_t l) { return L.w[full + l]; }), v) : v - vb;
-          store_partial(g + full, rest, v);
-        }
-        g[c] -= so * L.keep * wt;
+    for_row_blocks<T>(O, C, [&](int64_t o, bool lanes) {
+      if (lanes) return ce_backward_lanes(L, x, lse, t, s, o, gx);
+      const T* row = x + o * C;
+      T* g = gx + o * C;
+      const int64_t c = L.target(t, o);
+      if (c < 0) {
+        std::fill(g, g + C, T(0));
+        return;
       }
+      const T so = s.at(o), wt = L.weight(c);
+      const B va(so * (L.keep * wt + L.eps_c * L.wsum)), vb(so * L.eps_c), vl(lse[o]);
+      const int64_t full = C / W * W, rest = C - full;
+      for (int64_t j = 0; j < full; j += W) {
+        B v = xsimd::exp(B::load_unaligned(row + j) - vl) * va;
+        if (smooth) v = L.w ? xsimd::fnma(vb, B::load_unaligned(L.w + j), v) : v - vb;
+        v.store_unaligned(g + j);
+      }
+      if (rest) {
+        B v = xsimd::exp(partial_batch<T>(rest, T(0), [&](int64_t l) { return row[full + l]; }) - vl) * va;
+        if (smooth) v = L.w ? xsimd::fnma(vb, partial_batch<T>(rest, T(0), [&](int64_t l) { return L.w[full + l]; }), v) : v - vb;
+        store_partial(g + full, rest, v);
+      }
+      g[c] -= so * L.keep * wt;
     });
     return;
   }
