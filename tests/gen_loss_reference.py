@@ -41,7 +41,7 @@ put, params, grads = ref.put, ref.params, ref.grads
 # params: ndim, shape..., dim, layout (0 plain, 1 transposed storage, 2 expression a * 2 + b)
 softmax_cases = [([7, 13], 1, 0), ([7, 13], 0, 0), ([2, 3, 4, 5], 1, 0), ([2, 3, 37], -1, 0), ([5], 0, 0), ([], 0, 0),
                  ([3, 40], 1, 0), ([4, 1, 5], 1, 0), ([2, 5, 300], 1, 0), ([3, 17, 2], 2, 0), ([13, 7], 1, 1), ([13, 7], 0, 1),
-                 ([6, 21], 1, 2), ([3, 4, 33], 1, 2), ([1, 3, 0], 1, 0), ([2, 3, 4], 0, 1)]
+                 ([6, 21], 1, 2), ([3, 4, 33], 1, 2), ([1, 3, 0], 1, 0), ([2, 3, 4], 0, 1), ([40, 9], 1, 0), ([33, 5], -1, 0)]
 for k, (shape, dim, layout) in enumerate(softmax_cases):
     name = f"softmax/{k}"
     params(name, [len(shape), *shape, dim, layout])
@@ -61,14 +61,16 @@ for k, (shape, dim, layout) in enumerate(softmax_cases):
         ins, names = ([a, b], ["a", "b"]) if b is not None else ([a], ["a"])
         grads(f"{name}/{tag}", out, ins, names)
 
-# rows holding -inf (masked logits) and a row that is all -inf (NaN, as PyTorch)
-x = det([4, 19], 77) * 3
-x[0, 3] = -math.inf
-x[1, :5] = -math.inf
-x[2, :] = -math.inf
-put("softmax_inf/x", x)
-put("softmax_inf/sm", F.softmax(x, 1))
-put("softmax_inf/lsm", F.log_softmax(x, 1))
+# rows holding -inf (masked logits) and a row that is all -inf (NaN, as PyTorch); long rows and
+# short rows (one row per SIMD lane)
+for name, shape in (("softmax_inf", [4, 19]), ("softmax_inf_short", [20, 6])):
+    x = det(shape, 77) * 3
+    x[0, 3] = -math.inf
+    x[1, :2] = -math.inf
+    x[2, :] = -math.inf
+    put(name + "/x", x)
+    put(name + "/sm", F.softmax(x, 1))
+    put(name + "/lsm", F.log_softmax(x, 1))
 
 # ---------------------------------------------------------------------------- cross_entropy (class indices)
 # params: ndim, shape..., weighted, ignore_index, smoothing, reduction; targets stored

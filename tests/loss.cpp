@@ -118,16 +118,19 @@ TEST_CASE_TEMPLATE("softmax and log_softmax match PyTorch: any dim, strided rows
       clear_grads({a, b});
     }
   }
-  CHECK(cases == 16);
+  CHECK(cases == 18);
 }
 
 TEST_CASE_TEMPLATE("softmax with infinite logits: masked entries get 0, an all -inf row is NaN as in PyTorch", T, float, double) {
-  const Tensor<T> x = ref.tensor<T>("softmax_inf/x");
-  ref.check(F::softmax(x, 1), "softmax_inf/sm");
-  ref.check(F::log_softmax(x, 1), "softmax_inf/lsm");
-  // The same rows walked across the inner dim (softmax over dim 0 of the transpose).
-  ref.check(F::softmax(x.t().contiguous(), 0).t().contiguous(), "softmax_inf/sm");
-  ref.check(F::log_softmax(x.t().contiguous(), 0).t().contiguous(), "softmax_inf/lsm");
+  for (const std::string name : {"softmax_inf", "softmax_inf_short"}) {  // long rows, and short rows one per SIMD lane
+    CAPTURE(name);
+    const Tensor<T> x = ref.tensor<T>(name + "/x");
+    ref.check(F::softmax(x, 1), name + "/sm");
+    ref.check(F::log_softmax(x, 1), name + "/lsm");
+    // The same rows walked across the inner dim (softmax over dim 0 of the transpose).
+    ref.check(F::softmax(x.t().contiguous(), 0).t().contiguous(), name + "/sm");
+    ref.check(F::log_softmax(x.t().contiguous(), 0).t().contiguous(), name + "/lsm");
+  }
 }
 
 TEST_CASE("softmax: values of simple cases, names of the backward nodes, no grad recorded without need") {

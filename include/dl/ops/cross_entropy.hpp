@@ -111,43 +111,6 @@ DL_INLINE T ce_value(const ClassLoss<T>& L, int64_t t, T lse, T xt, T sx) {
   return L.eps_c != T(0) ? L.keep * nll + L.eps_c * (lse * L.wsum - sx) : nll;
 }
 
-/// Rows shorter than this are processed a batch of rows at a time, one row per SIMD lane (gathered
-/// loads): a short row would leave most lanes of a batch idle and spend its time in horizontal
-/// reductions ([128, 10] float logits, one thread: forward 7.4 -> 2.0 us, with backward 12.1 -> 4.6 us).
-/// Up to 1.5 batches of classes this wins, beyond it the gathers cost more than the row overhead.
-template <class T>
-inline constexpr int64_t kLaneRowClasses = 3 * int64_t(expr::batch<T>::size) / 2;
-
-/// Calls f(row, false) for each of `rows` rows of C contiguous classes, in parallel; short rows
-/// come as f(first, true) for each full batch of W rows.
-template <class T, class F>
-void for_row_blocks(int64_t rows, int64_t C, F&& f) {
-  constexpr int64_t W = expr::batch<T>::size;
-  if (C > 0 && C < kLaneRowClasses<T>) {
-    const int64_t blocks = (rows + W - 1) / W;
-    parallel_for(0, blocks, std::max<int64_t>(1, 16384 / (W * C)), [&](int64_t b, int64_t e) {
-      for (int64_t blk = b; blk < e; ++blk) {
-        if ((blk + 1) * W <= rows) f(blk * W, true);
-        else
-          for (int64_t o = blk * W; o < rows; ++o) f(o, false);
-      }
-    });
-    return;
-  }
-  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t o = b; o < e; ++o) f(o, false);
-  });
-}
-
-/// Element offsets l * C of the lanes of a batch: lane l reads row l of a [W, C] block.
-template <class T>
-DL_INLINE auto lane_rows(int64_t C) {
-  using IB = xsimd::batch<xsimd::as_integer_t<T>>;
-  alignas(64) xsimd::as_integer_t<T> off[IB::size];
-  for (size_t l = 0; l < IB::size; ++l) off[l] = xsimd::as_integer_t<T>(int64_t(l) * C);
-  return IB::load_aligned(off);
-}
-
 /// Forward of the W rows [o0, o0 + W), one per lane.
 template <class T>
 DL_INLINE void ce_forward_lanes(const ClassLoss<T>& L, const T* x, const int64_t* t, int64_t o0, T* loss, T* lse) {
