@@ -45,6 +45,12 @@ class StateDict {
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
   std::vector<std::string> keys() const;
+  /// Adds (or replaces) every entry of other, its keys and metadata keys prefixed: a checkpoint
+  /// made of parts, `ckpt.update(net.state_dict(), "model.")`.
+  void update(const StateDict& other, const std::string& prefix = "");
+  /// The entries (and metadata) whose keys start with prefix, with the prefix removed:
+  /// `net.load_state_dict(ckpt.sub("model."))`.
+  StateDict sub(const std::string& prefix) const;
   const_iterator begin() const { return items_.begin(); }
   const_iterator end() const { return items_.end(); }
   iterator begin() { return items_.begin(); }
@@ -92,6 +98,20 @@ inline std::vector<std::string> StateDict::keys() const {
   k.reserve(items_.size());
   for (const auto& [name, t] : items_) k.push_back(name);
   return k;
+}
+
+inline void StateDict::update(const StateDict& other, const std::string& prefix) {
+  for (const auto& [k, t] : other) insert(prefix + k, t);
+  for (const auto& [k, v] : other.metadata) metadata[prefix + k] = v;
+}
+
+inline StateDict StateDict::sub(const std::string& prefix) const {
+  StateDict out;
+  for (const auto& [k, t] : items_)
+    if (k.compare(0, prefix.size(), prefix) == 0) out.insert(k.substr(prefix.size()), t);
+  for (const auto& [k, v] : metadata)
+    if (k.compare(0, prefix.size(), prefix) == 0) out.metadata[k.substr(prefix.size())] = v;
+  return out;
 }
 
 }  // namespace dl
