@@ -120,10 +120,10 @@ DL_INLINE void ce_forward_lanes(const ClassLoss<T>& L, const T* x, const int64_t
   const T* base = x + o0 * C;
   const auto idx = lane_rows<T>(C);
   B m(kNegInf<T>);
-  for (int64_t c = 0; c < C; ++c) m = xsimd::max(m, B::gather(base + c, idx));
+  for (int64_t c = 0; c < C; ++c) m = xsimd::max(m, gather_lanes<T>(base + c, idx));
   B s(T(0)), sx(T(0));
   for (int64_t c = 0; c < C; ++c) {
-    const B v = B::gather(base + c, idx);
+    const B v = gather_lanes<T>(base + c, idx);
     s += xsimd::exp(v - m);
     if (L.eps_c != T(0)) sx = xsimd::fma(v, B(L.weight(c)), sx);
   }
@@ -235,9 +235,9 @@ DL_INLINE void ce_backward_lanes(const ClassLoss<T>& L, const T* x, const T* lse
   const T* base = x + o0 * C;
   T* gbase = gx + o0 * C;
   for (int64_t c = 0; c < C; ++c) {
-    B g = xsimd::exp(B::gather(base + c, idx) - vl) * va;
+    B g = xsimd::exp(gather_lanes<T>(base + c, idx) - vl) * va;
     if (L.eps_c != T(0)) g = xsimd::fnma(vb, B(L.weight(c)), g);
-    xsimd::select(keep, g, B(T(0))).scatter(gbase + c, idx);
+    scatter_lanes<T>(gbase + c, idx, xsimd::select(keep, g, B(T(0))));
   }
   for (int64_t k = 0; k < W; ++k)
     if (tc[k] >= 0) gbase[k * C + tc[k]] -= s.at(o0 + k) * L.keep * L.weight(tc[k]);
