@@ -1,7 +1,8 @@
 // bench/batch_norm.cpp — BatchNorm2d in training mode (batch statistics, running statistics
 // updated, weight and bias): forward, and forward + backward to input, weight and bias, on the
-// shapes of small CNNs, against PyTorch (plain and with jemalloc) run in child processes between
-// dl rounds (bench/batch_norm.py), 2 threads. Prints medians and ratios (> 1: dl is faster).
+// shapes of small CNNs, one larger than the caches and BatchNorm1d's [256, 512], against PyTorch
+// (plain and with jemalloc) run in child processes between dl rounds (bench/batch_norm.py),
+// 2 threads. Prints medians and ratios (> 1: dl is faster).
 //   build/bench/bench_batch_norm [rounds] [--no-torch]
 #include <cstdio>
 #include <string>
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   dl::set_num_threads(2);
   dl::manual_seed(0);
   const std::string script = std::string(DL_BENCH_DIR) + "/batch_norm.py";
-  const std::vector<dl::Shape> shapes{{64, 32, 28, 28}, {128, 16, 14, 14}, {256, 512}};
+  const std::vector<dl::Shape> shapes{{64, 32, 28, 28}, {128, 16, 14, 14}, {32, 64, 56, 56}, {256, 512}};
   std::printf("train-mode batch_norm, float, 2 threads, medians over %d rounds (ms)\n", rounds);
   std::printf("%-22s %-7s %9s %9s %11s %10s %12s\n", "shape", "pass", "dl", "PyTorch", "+jemalloc", "PT / dl", "PT+je / dl");
   for (const dl::Shape& shape : shapes) {

@@ -290,6 +290,23 @@ TEST_CASE("dropout1d / dropout2d drop whole channels; alpha_dropout keeps mean a
   CHECK(F::alpha_dropout(xn, 0.5).is_same(xn));  // training defaults to false, as PyTorch
 }
 
+TEST_CASE_TEMPLATE("dropout masks follow the Philox stream: group layout and generator offsets", T, float, double) {
+  for (int64_t n : {1, 63, 64, 65, 1000, 4099}) {
+    CAPTURE(n);
+    dl::Generator gen(42);
+    gen.reserve(7);
+    const dl::Tensor<T> m = dl::detail::keep_mask<T>({n}, 0.3, T(2), &gen);
+    const uint64_t threshold = uint64_t(std::llround(0.3 * 4294967296.0));
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {  // element 64 g + 16 w + l: word w of block 16 g + l
+      const auto words = dl::detail::Philox::generate(42, 7 + uint64_t(16 * (i / 64) + i % 16));
+      wrong += m.data()[i] != (words[size_t((i % 64) / 16)] < threshold ? T(2) : T(0));
+    }
+    CHECK(wrong == 0);
+    CHECK(gen.offset() == uint64_t(7 + 16 * ((n + 63) / 64)));
+  }
+}
+
 TEST_CASE("dropout: errors") {
   const auto x = dl::ones<float>({4, 4});
   CHECK_THROWS_WITH_AS(F::dropout(x, 1.5), doctest::Contains("dropout probability has to be between 0 and 1, but got 1.5"), dl::Error);

@@ -31,6 +31,21 @@ void channel_grad_sums(const T* g, const T* x, int64_t N, int64_t C, int64_t S, 
 template <class T>
 void row_moments(const T* x, int64_t R, int64_t K, double* mean, double* var);
 
+/// Per-row sums of group_norm's backward over contiguous rows [R, S] of g and x, whose means are
+/// shared by groups of `rows_per_mean` consecutive rows: sum_g[r] = sum of g[r, :],
+/// dot[r] = sum of g[r, :] * (x[r, :] - mean[r / rows_per_mean]).
+template <class T>
+void row_grad_sums(const T* g, const T* x, int64_t R, int64_t S, const double* mean, int64_t rows_per_mean, double* sum_g,
+                   double* dot);
+
+/// layer_norm's backward over contiguous rows [R, K] of g and x with per-row mean and rstd and
+/// per-column weight w (null: ones): gx = rstd (g w - s1 / K - (x - mean) rstd^2 s2 / K) with
+/// s1 = sum g w and s2 = sum g w (x - mean) over the row; gw = sum over rows of g (x - mean) rstd
+/// and gb = sum over rows of g. Each of gx, gw, gb may be null. One pass over g and x from memory.
+template <class T>
+void layer_norm_backward(const T* g, const T* x, const T* w, int64_t R, int64_t K, const double* mean, const double* rstd,
+                         T* gx, double* gw, double* gb);
+
 // ------------------------------------------------------------------------------ implementation
 
 namespace norm_kernels {
@@ -299,6 +314,99 @@ void row_moments(const T* x, int64_t R, int64_t K, double* mean, double* var) {
       var[r] = m.m2 / m.n;
     }
   });
+}
+
+template <class T>
+void row_grad_sums(const T* g, const T* x, int64_t R, int64_t S, const double* mean, int64_t rows_per_mean, double* sum_g,
+                   double* dot) {
+  parallel_for(0, R, std::max<int64_t>(1, 16384 / std::max<int64_t>(S, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const double m = mean[r / rows_per_mean];
+      T sg, sd;
+      norm_kernels::grad_dot(g + r * S, x + r * S, S, T(m), sg, sd);
+      sum_g[r] = double(sg);
+      dot[r] = double(sd) + double(sg) * (double(T(m)) - m);  // the rows used m rounded to T
+    }
+  });
+}
+
+template <class T>
+void layer_norm_backward(const T* g, const T* x, const T* w, int64_t R, int64_t K, const double* mean, const double* rstd,
+                         T* gx, double* gw, double* gb) {
+  using B = xsimd::batch<T>;
+  constexpr int64_t W = B::size;
+  std::vector<T> ones;
+  if (!w) {
+    ones.assign(size_t(K), T(1));
+    w = ones.data();
+  }
+  const bool affine = gw || gb;
+  // Rows in blocks fixed by the sizes; each block sums its rows' weight and bias gradients into
+  // its own buffer, and the buffers are added in block order.
+  const int64_t rpb = std::max<int64_t>(1, norm_kernels::kItem / std::max<int64_t>(K, 1)), nb = (R + rpb - 1) / rpb;
+  std::vector<T> part(affine ? size_t(nb * 2 * K) : 0);
+  parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      T* pw = affine ? part.data() + blk * 2 * K : nullptr;
+      T* pb = affine ? pw + K : nullptr;
+      if (affine) std::fill(pw, pw + 2 * K, T(0));
+      for (int64_t r = blk * rpb; r < std::min(R, (blk + 1) * rpb); ++r) {
+        const T* gr = g + r * K;
+        const T* xr = x + r * K;
+        const T m = T(mean[r]), rs = T(rstd[r]);
+        const B mb(m), rsb(rs);
+        if (gx) {
+          // s1 = sum g w, s2 = sum g w (x - m)
+          int64_t k = 0;
+          B a1(T(0)), a2(T(0));
+          for (; k + W <= K; k += W) {
+            const B gw_ = B::load_unaligned(gr + k) * B::load_unaligned(w + k);
+            a1 += gw_;
+            a2 = xsimd::fma(gw_, B::load_unaligned(xr + k) - mb, a2);
+          }
+          double s1 = double(norm_kernels::hsum(a1)), s2 = double(norm_kernels::hsum(a2));
+          for (; k < K; ++k) {
+            s1 += double(gr[k] * w[k]);
+            s2 += double(gr[k] * w[k] * (xr[k] - m));
+          }
+          s2 -= s1 * (mean[r] - double(m));  // deviations were taken from m rounded to T
+          const double rd = rstd[r];
+          const T cb = T(-rd * rd * rd * s2 / double(K));
+          const T cc = T(-rd * s1 / double(K) - double(cb) * (mean[r] - double(m)));
+          const B cbb(cb), ccb(cc);
+          T* o = gx + r * K;
+          k = 0;
+          for (; k + W <= K; k += W) {
+            const B gw_ = B::load_unaligned(gr + k) * B::load_unaligned(w + k);
+            xsimd::fma(gw_, rsb, xsimd::fma(B::load_unaligned(xr + k) - mb, cbb, ccb)).store_unaligned(o + k);
+          }
+          for (; k < K; ++k) o[k] = gr[k] * w[k] * rs + ((xr[k] - m) * cb + cc);
+        }
+        if (affine) {
+          int64_t k = 0;
+          for (; k + W <= K; k += W) {
+            const B gv = B::load_unaligned(gr + k);
+            xsimd::fma(gv, (B::load_unaligned(xr + k) - mb) * rsb, B::load_unaligned(pw + k)).store_unaligned(pw + k);
+            (B::load_unaligned(pb + k) + gv).store_unaligned(pb + k);
+          }
+          for (; k < K; ++k) {
+            pw[k] += gr[k] * ((xr[k] - m) * rs);
+            pb[k] += gr[k];
+          }
+        }
+      }
+    }
+  });
+  if (!affine) return;
+  for (int64_t k = 0; k < K; ++k) {
+    double sw = 0, sb = 0;
+    for (int64_t blk = 0; blk < nb; ++blk) {
+      sw += double(part[size_t(blk * 2 * K + k)]);
+      sb += double(part[size_t(blk * 2 * K + K + k)]);
+    }
+    if (gw) gw[k] = sw;
+    if (gb) gb[k] = sb;
+  }
 }
 
 }  // namespace dl::detail

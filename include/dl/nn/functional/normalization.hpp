@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 #include "../../ops/kernel_backward.hpp"
@@ -56,14 +55,14 @@ namespace detail {
 
 using dl::detail::materialize;
 
-/// How a normalisation sees its input: `view` splits the input so that the statistics (shape
-/// `stat`, reduced over `reduce`) and the affine parameters (shape `affine`, their gradients
-/// reduced over `affine_reduce`) broadcast against it.
-///   batch_norm [N, C, S]: stat [1, C, 1], affine [1, C, 1], reduce {0, 2}, affine_reduce {0, 2}
-///   layer_norm [M, K]: stat [M, 1], affine [K], reduce {1}, affine_reduce {0}
-///   group_norm [N, G, C/G, S]: stat [N, G, 1, 1], affine [1, G, C/G, 1], reduce {2, 3}, affine_reduce {0, 3}
+/// How a normalisation sees its input: `view` splits the input so that its statistics (reduced
+/// over `reduce`, keepdim) and the affine parameters (viewed as `affine`, their gradients reduced
+/// over `affine_reduce`) broadcast against it.
+///   batch_norm [N, C, S]: affine [1, C, 1], reduce {0, 2}, affine_reduce {0, 2}
+///   layer_norm [M, K]: affine [K], reduce {1}, affine_reduce {0}
+///   group_norm [N, G, C/G, S]: affine [1, G, C/G, 1], reduce {2, 3}, affine_reduce {0, 3}
 struct NormGeometry {
-  Shape view, stat, affine;
+  Shape view, affine;
   Dims reduce, affine_reduce;
 };
 
@@ -117,24 +116,20 @@ Tensor<T> norm_input_grad(const Tensor<T>& x, const Tensor<T>& g, const Tensor<T
 }
 
 /// The backward rule shared by the normalisations, over saved {x (contiguous), weight}; the
-/// inputs are (x, weight, bias), the parameters of shape param_shape.
-/// `mean` and `rstd` (shape geo.stat) are the forward statistics; under create_graph they are
-/// recomputed from x with differentiable ops. `fast` (batch_norm in training) replaces the
-/// generic formula by the per-channel kernels when no graph is wanted.
+/// inputs are (x, weight, bias), the parameters of shape param_shape. Without create_graph,
+/// `fast(g, x, weight, needs)` runs the op's one-pass kernels with the forward statistics. Under
+/// create_graph the statistics are recomputed from x with differentiable ops and the gradients
+/// are compositions of dl ops, so derivatives of any order follow.
 template <class T, class Fast>
-auto norm_rule(NormGeometry geo, Shape in_shape, Shape param_shape, double eps, Tensor<T> mean, Tensor<T> rstd, Fast fast) {
-  return [geo, in_shape, param_shape, eps, mean, rstd, fast](const Tensor<T>& g_, const std::vector<Tensor<T>>& saved,
-                                                const std::vector<bool>& needs) {
+auto norm_rule(NormGeometry geo, Shape in_shape, Shape param_shape, double eps, Fast fast) {
+  return [geo, in_shape, param_shape, eps, fast](const Tensor<T>& g_, const std::vector<Tensor<T>>& saved,
+                                                 const std::vector<bool>& needs) {
+    const Tensor<T>& w = saved[1];
+    if (!is_grad_enabled()) return fast(g_, saved[0], w, needs);
     std::vector<TensorImplPtr> r(3);
     const Tensor<T> x = saved[0].view(geo.view);
-    const Tensor<T>& w = saved[1];
-    const bool graph = is_grad_enabled();
-    if constexpr (!std::is_same_v<Fast, std::nullptr_t>) {
-      if (!graph) return fast(g_, saved[0], w, needs);
-    }
     const Tensor<T> g = g_.reshape(geo.view);
-    Tensor<T> m = mean, s = rstd;
-    if (graph) std::tie(m, s) = moments_composite(x, geo.reduce, eps);
+    const auto [m, s] = moments_composite(x, geo.reduce, eps);
     const Tensor<T> wb = w.defined() ? w.reshape(geo.affine) : ones<T>({1});
     if (needs[0]) r[0] = norm_input_grad(x, g, wb, m, s, geo.reduce).view(in_shape).impl();
     if (needs[1]) r[1] = dl::sum(g * ((x - m) * s), geo.affine_reduce).reshape(param_shape).impl();
@@ -147,10 +142,85 @@ inline void check_param(const char* what, int64_t expected, const Shape& got) {
   DL_CHECK(numel(got) == expected, what, " should contain ", expected, " elements not ", numel(got));
 }
 
-/// Batch statistics of training batch_norm: per channel mean and 1 / sqrt(var + eps) in double.
+/// Forward statistics kept for a fast backward: per channel (batch_norm) or per row (layer_norm,
+/// group_norm) mean and 1 / sqrt(var + eps), in double.
 struct ChannelStats {
   std::vector<double> mean, invstd;
 };
+
+/// The contiguous values of a parameter (no copy when already contiguous), or undefined.
+template <class T>
+Tensor<T> contiguous_param(const Tensor<T>& t) {
+  if (!t.defined()) return t;
+  NoGradGuard no_grad;
+  return t.contiguous();
+}
+
+/// The fast backward of layer_norm over rows [M, K]: one pass over (g, x) from memory.
+template <class T>
+auto layer_norm_fast_backward(std::shared_ptr<const ChannelStats> st, int64_t M, int64_t K, Shape param_shape) {
+  return [st, M, K, param_shape](const Tensor<T>& g_, const Tensor<T>& x, const Tensor<T>& w, const std::vector<bool>& needs) {
+    std::vector<TensorImplPtr> r(3);
+    const Tensor<T> g = g_.contiguous();
+    const Tensor<T> wc = contiguous_param(w);
+    Tensor<T> gx = needs[0] ? empty<T>(x.shape()) : Tensor<T>();
+    std::vector<double> gw(needs[1] ? size_t(K) : 0), gb(needs[2] ? size_t(K) : 0);
+    dl::detail::layer_norm_backward(g.data(), x.data(), wc.defined() ? wc.data() : nullptr, M, K, st->mean.data(), st->invstd.data(),
+                                    needs[0] ? gx.data() : nullptr, needs[1] ? gw.data() : nullptr, needs[2] ? gb.data() : nullptr);
+    if (needs[0]) r[0] = gx.view(g_.shape()).impl();
+    if (needs[1]) r[1] = from_doubles<T>(gw, param_shape).impl();
+    if (needs[2]) r[2] = from_doubles<T>(gb, param_shape).impl();
+    return r;
+  };
+}
+
+/// The fast backward of group_norm over [N, G, C/G, S]: one pass for the per-(sample, channel)
+/// sums, one fused pass for gx = g * A[n, c] + (x - mean[n, g]) * B[n, g] + K[n, g].
+template <class T>
+auto group_norm_fast_backward(std::shared_ptr<const ChannelStats> st, int64_t N, int64_t C, int64_t S, int64_t G) {
+  return [st, N, C, S, G](const Tensor<T>& g_, const Tensor<T>& x, const Tensor<T>& w, const std::vector<bool>& needs) {
+    std::vector<TensorImplPtr> r(3);
+    const Tensor<T> g = g_.contiguous();
+    const int64_t Cg = C / G;
+    std::vector<double> a(size_t(N * C)), b(size_t(N * C));
+    dl::detail::row_grad_sums(g.data(), x.data(), N * C, S, st->mean.data(), Cg, a.data(), b.data());
+    const Shape cs{C};
+    if (needs[1] || needs[2]) {
+      std::vector<double> gw(static_cast<size_t>(C), 0.0), gb(static_cast<size_t>(C), 0.0);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c) {
+          gw[size_t(c)] += st->invstd[size_t(n * G + c / Cg)] * b[size_t(n * C + c)];
+          gb[size_t(c)] += a[size_t(n * C + c)];
+        }
+      if (needs[1]) r[1] = from_doubles<T>(gw, cs).impl();
+      if (needs[2]) r[2] = from_doubles<T>(gb, cs).impl();
+    }
+    if (needs[0]) {
+      const std::vector<double> wv = to_doubles(w, C, 1.0);
+      const double inv_k = 1.0 / double(Cg * S);
+      std::vector<double> A(size_t(N * C)), B(size_t(N * G)), K(size_t(N * G));
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t j = 0; j < G; ++j) {
+          const size_t row = size_t(n * G + j);
+          const double rs = st->invstd[row];
+          double s1 = 0, s2 = 0;
+          for (int64_t c = j * Cg; c < (j + 1) * Cg; ++c) {
+            s1 += wv[size_t(c)] * a[size_t(n * C + c)];
+            s2 += wv[size_t(c)] * b[size_t(n * C + c)];
+            A[size_t(n * C + c)] = rs * wv[size_t(c)];
+          }
+          B[row] = -rs * rs * rs * s2 * inv_k;
+          K[row] = -rs * s1 * inv_k - B[row] * low_part<T>(st->mean[row]);
+        }
+      const Shape v{N, G, Cg, S}, ss{N, G, 1, 1};
+      r[0] = expr::evaluate_raw(g.view(v) * from_doubles<T>(A, {N, G, Cg, 1}) + (x.view(v) - from_doubles<T>(st->mean, ss)) *
+                                from_doubles<T>(B, ss) + from_doubles<T>(K, ss))
+                 .view(g_.shape())
+                 .impl();
+    }
+    return r;
+  };
+}
 
 /// The fast backward of training batch_norm: one pass for the two per-channel sums, one fused
 /// pass for the input gradient gx = g * A[c] + (x - mean[c]) * B[c] + K[c].
@@ -243,10 +313,12 @@ Tensor<T> group_norm_impl(const Tensor<T>& x, int64_t G, const Tensor<T>& weight
   const Shape v{N, G, Cg, S}, ss{N, G, 1, 1}, ps{N, G, Cg, 1};
   const Tensor<T> mt = from_doubles<T>(mean, ss);
   Tensor<T> y = expr::evaluate_raw((x.view(v) - mt) * from_doubles<T>(scale, ps) + from_doubles<T>(shift, ps)).view(shape);
-  if (row_mean) *row_mean = mean;
-  if (row_var) *row_var = var;
-  NormGeometry geo{v, ss, {1, G, Cg, 1}, {2, 3}, {0, 3}};
-  return dl::detail::record_kernel(y, name, {x, weight}, norm_rule<T>(geo, shape, Shape{C}, eps, mt, from_doubles<T>(rstd, ss), nullptr),
+  NormGeometry geo{v, {1, G, Cg, 1}, {2, 3}, {0, 3}};
+  auto st = std::make_shared<ChannelStats>(ChannelStats{mean, rstd});
+  if (row_mean) *row_mean = std::move(mean);
+  if (row_var) *row_var = std::move(var);
+  return dl::detail::record_kernel(y, name, {x, weight},
+                                   norm_rule<T>(geo, shape, Shape{C}, eps, group_norm_fast_backward<T>(st, N, C, S, G)),
                                    x, weight, bias);
 }
 
@@ -292,10 +364,8 @@ Tensor<T> batch_norm(const E& input, Tensor<T> running_mean, Tensor<T> running_v
     for (double& s : var) s *= unbias;
     detail::update_running(running_var, var, momentum);
   }
-  const detail::NormGeometry geo{v, cs, cs, {0, 2}, {0, 2}};
-  std::vector<double> invstd = st->invstd;
-  auto rule = detail::norm_rule<T>(geo, shape, Shape{C}, eps, mt, detail::from_doubles<T>(invstd, cs),
-                                   detail::batch_norm_fast_backward<T>(st, N, C, S));
+  const detail::NormGeometry geo{v, cs, {0, 2}, {0, 2}};
+  auto rule = detail::norm_rule<T>(geo, shape, Shape{C}, eps, detail::batch_norm_fast_backward<T>(st, N, C, S));
   return dl::detail::record_kernel(y, "NativeBatchNormBackward", {x, weight}, rule, x, weight, bias);
 }
 
@@ -323,6 +393,7 @@ Tensor<T> layer_norm(const E& input, Shape normalized_shape, Tensor<T> weight, T
   for (double& s : var) s = 1.0 / std::sqrt(s + eps);
   const Shape v{M, K}, ss{M, 1};
   const Tensor<T> mt = detail::from_doubles<T>(mean, ss), rt = detail::from_doubles<T>(var, ss);
+  auto st = std::make_shared<detail::ChannelStats>(detail::ChannelStats{mean, var});
   Tensor<T> y;
   {
     for (double& m : mean) m = detail::low_part<T>(m);
@@ -331,9 +402,9 @@ Tensor<T> layer_norm(const E& input, Shape normalized_shape, Tensor<T> weight, T
     const Tensor<T> bk = bias.defined() ? bias.reshape({K}) : zeros<T>({1});
     y = expr::evaluate_raw(((x.view(v) - mt) - lo) * rt * wk + bk).view(shape);
   }
-  const detail::NormGeometry geo{v, ss, {K}, {1}, {0}};
-  return dl::detail::record_kernel(y, "NativeLayerNormBackward", {x, weight}, detail::norm_rule<T>(geo, shape, normalized_shape, eps, mt, rt, nullptr),
-                                   x, weight, bias);
+  const detail::NormGeometry geo{v, {K}, {1}, {0}};
+  auto rule = detail::norm_rule<T>(geo, shape, normalized_shape, eps, detail::layer_norm_fast_backward<T>(st, M, K, normalized_shape));
+  return dl::detail::record_kernel(y, "NativeLayerNormBackward", {x, weight}, rule, x, weight, bias);
 }
 
 template <expression E, class T>
