@@ -4,6 +4,7 @@
 // differentiable forms record each other as backward.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 

@@ -4,6 +4,7 @@
 // the other's backward: derivatives of any order.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>

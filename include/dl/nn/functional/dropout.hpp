@@ -5,6 +5,8 @@
 // input expression; the backward multiplies by the same stored mask.
 #pragma once
 
+#include <cmath>
+
 #include "../../ops/dropout.hpp"
 #include "../../tensor.hpp"
 

@@ -1,13 +1,15 @@
 // dl/nn/functional/normalization.hpp — batch_norm, layer_norm, group_norm, instance_norm and
-// normalize of dl::nn::functional, with PyTorch's arguments, defaults and shape checks. Training
-// batch_norm reads its input twice and writes once (statistics in one pass, normalisation and
-// affine in one fused pass); its backward reads (grad, input) twice: the per-channel sums in one
-// pass, the input gradient in one fused pass. Every function is differentiable to any order: under
-// create_graph the backward rules switch to compositions of differentiable dl ops.
+// normalize of dl::nn::functional, with PyTorch's arguments, defaults and shape checks. The
+// normalisations compute their statistics in one pass over the input (double accumulation, the
+// second sweep over each row served from cache) and normalise + scale in one fused pass; their
+// backward reads (grad, input) once for the sums and once for the fused input gradient (layer_norm
+// once in all). Under create_graph the backward rules switch to compositions of differentiable dl
+// ops, so every function is differentiable to any order.
 #pragma once
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../../ops/kernel_backward.hpp"

@@ -3,6 +3,7 @@
 // pads crop. Differentiable to any order.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string_view>
 #include <vector>
