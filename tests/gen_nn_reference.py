@@ -10,12 +10,13 @@ printouts, interop). Run with Debian's PyTorch 1.13:  /usr/bin/python3 tests/gen
 - tests/data/nn/lenet.pth and lenet.safetensors: a LeNet with BatchNorm whose weights come from a
   few SGD steps in PyTorch, and nn_ref.bin "lenet/out" its eval output on det() input.
 - tests/data/nn/dl_saved_check.txt: whether PyTorch reads back the safetensors file tests/nn.cpp
-  writes (run the test suite first, then this script again, to refresh).
+  writes to the temp directory (run test_nn first, then this script again, to refresh).
 """
 import json
 import os
 import struct
 import sys
+import tempfile
 from collections import OrderedDict
 
 import torch
@@ -223,7 +224,7 @@ with open(os.path.join(DATA, "print.txt"), "w") as f:
         f.write(k + "\n" + repr(m) + "\n%%\n")
 
 # ------------------------------------------------------------------------------ dl -> PyTorch
-dl_file = os.path.join(DATA, "..", "..", "..", "build", "tests", "nn_saved_by_dl.safetensors")
+dl_file = os.path.join(tempfile.gettempdir(), "dl_test_nn_saved_by_dl.safetensors")
 if os.path.exists(dl_file):
     sd = load_safetensors(dl_file)
     back = Net()

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -530,7 +531,7 @@ TEST_CASE("weights written by PyTorch (.pth and .safetensors) reproduce PyTorch'
   Net net;
   net.load_state_dict(dl::load(dir + "lenet.pth"));
   // dl's own file, for the generator's check that PyTorch reads it back (tests/data/nn/dl_saved_check.txt).
-  const std::string path = "nn_saved_by_dl.safetensors";
+  const std::string path = (std::filesystem::temp_directory_path() / "dl_test_nn_saved_by_dl.safetensors").string();
   dl::save(net.state_dict(), path);
   Net again;
   again.load_state_dict(dl::load(path));

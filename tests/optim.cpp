@@ -5,6 +5,7 @@
 // trips that continue exactly as an uninterrupted run; error paths.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -237,14 +238,15 @@ void check_resume(Make make, int k = 6) {
     for (int i = 0; i < 2; ++i) first[size_t(i)].mutable_grad() = grad_of(first[size_t(i)].detach(), i, t);
     b.step();
   }
-  dl::save(b.state_dict(), "optim_resume.safetensors");
+  const std::string path = (std::filesystem::temp_directory_path() / "dl_test_optim_resume.safetensors").string();
+  dl::save(b.state_dict(), path);
   auto second = make_params<float>();
   for (int i = 0; i < 2; ++i) {
     dl::NoGradGuard no_grad;
     second[size_t(i)].copy_(first[size_t(i)]);
   }
   auto c = make(second);
-  c.load_state_dict(dl::load("optim_resume.safetensors"));
+  c.load_state_dict(dl::load(path));
   for (int t = k + 1; t <= 2 * k; ++t) {
     for (int i = 0; i < 2; ++i) second[size_t(i)].mutable_grad() = grad_of(second[size_t(i)].detach(), i, t);
     c.step();

@@ -277,14 +277,6 @@ inline std::vector<std::string> split_names(std::string_view list) {
   return out;
 }
 
-/// f(Tensor<float>) or f(Tensor<double>): parameters that train are floating (keeps other dtypes'
-/// kernels out of every translation unit). Other dtypes are skipped.
-template <class F>
-void visit_floating(const AnyTensor& t, F&& f) {
-  if (t.is<float>()) f(t.as<float>());
-  else if (t.is<double>()) f(t.as<double>());
-}
-
 template <class T>
 inline constexpr bool is_optional_v = false;
 template <class T>
@@ -532,19 +524,17 @@ inline Module& Module::train(bool on) {
   return *this;
 }
 
+// zero_grad, requires_grad_ and to work on the tensors' autograd slots directly, not through
+// Tensor<T>: typed calls would compile float64 (and other) kernels into every program that
+// includes this header.
 inline void Module::zero_grad(bool set_to_none) {
   walk("", true, [&](const std::string&, Module& m) {
     detail::FnVisitor v(
         [&](const std::string&, const detail::TensorSlot& s) {
-          detail::visit_floating(s.get(), [&](auto p) {
-            if (!p.grad().defined()) return;
-            if (set_to_none) {
-              p.mutable_grad() = decltype(p)();
-            } else {
-              NoGradGuard no_grad;
-              p.grad().zero_();
-            }
-          });
+          const TensorImplPtr& p = s.get().impl();
+          if (!p->autograd || !p->autograd->grad) return;
+          if (set_to_none) p->autograd->grad = nullptr;
+          else dl::detail::zero_bytes(*p->autograd->grad);
         },
         detail::ignore, detail::ignore);
     m.visit_members(v);
@@ -558,33 +548,31 @@ inline Module& Module::requires_grad_(bool requires_grad) {
           const AnyTensor t = s.get();
           DL_CHECK(!requires_grad || t.is<float>() || t.is<double>(), "requires_grad_: parameter ", n, " is ", dtype_name(t.dtype()),
                    "; only floating point tensors can require gradients");
-          detail::visit_floating(t, [&](auto p) { p.requires_grad_(requires_grad); });
+          DL_CHECK(requires_grad || !t.impl()->autograd || !t.impl()->autograd->grad_fn, "requires_grad_: parameter ", n,
+                   " is not a leaf");
+          autograd::detail::meta(t.impl()).requires_grad = requires_grad;
         },
-                        detail::ignore, detail::ignore);
+        detail::ignore, detail::ignore);
     m.visit_members(v);
   });
   return *this;
 }
 
 inline Module& Module::to(Device device) {
+  auto move = [&](const detail::TensorSlot& s, bool parameter) {
+    const AnyTensor t = s.get();
+    if (t.device() == device) return;
+    AnyTensor moved = t.detach().to(device);
+    if (parameter && t.impl()->autograd) {
+      auto& m = autograd::detail::meta(moved.impl());
+      m.requires_grad = t.impl()->autograd->requires_grad;
+      if (t.impl()->autograd->grad) m.grad = AnyTensor(t.impl()->autograd->grad).to(device).impl();
+    }
+    s.set(moved);
+  };
   walk("", true, [&](const std::string&, Module& m) {
-    detail::FnVisitor v(
-        [&](const std::string&, const detail::TensorSlot& s) {
-          const AnyTensor t = s.get();
-          if (t.device() == device) return;
-          AnyTensor moved = t.detach().to(device);
-          detail::visit_floating(t, [&](const auto& p) {
-            auto typed = moved.as<typename std::remove_cvref_t<decltype(p)>::value_type>();
-            if (p.requires_grad()) typed.requires_grad_(true);
-            if (p.grad().defined()) typed.mutable_grad() = p.grad().to(device);
-          });
-          s.set(moved);
-        },
-        [&](const std::string&, const detail::TensorSlot& s) {
-          const AnyTensor t = s.get();
-          if (t.device() != device) s.set(t.to(device));
-        },
-        detail::ignore);
+    detail::FnVisitor v([&](const std::string&, const detail::TensorSlot& s) { move(s, true); },
+                        [&](const std::string&, const detail::TensorSlot& s) { move(s, false); }, detail::ignore);
     m.visit_members(v);
   });
   return *this;
@@ -605,40 +593,31 @@ inline StateDict Module::state_dict() {
 }
 
 namespace detail {
-/// dst <- src (same shape, any strides), element by element as bytes.
-inline void copy_bytes(const AnyTensor& dst, const AnyTensor& src) {
-  const size_t es = element_size(dst.dtype());
-  const Shape& shape = dst.shape();
-  const Strides& ds = dst.impl()->strides;
-  const Strides& ss = src.impl()->strides;
-  char* d = static_cast<char*>(dst.impl()->data());
-  const char* p = static_cast<const char*>(src.impl()->data());
-  const int64_t n = dst.numel();
-  if (n == 0) return;
-  if (dst.impl()->strides == contiguous_strides(shape) && ss == contiguous_strides(shape)) {
-    std::memcpy(d, p, size_t(n) * es);
-    return;
-  }
-  Dims idx = Dims::filled(shape.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t od = 0, os = 0;
-    for (int i = 0; i < shape.size(); ++i) od += idx[i] * ds[i], os += idx[i] * ss[i];
-    std::memcpy(d + od * int64_t(es), p + os * int64_t(es), es);
-    for (int i = shape.size() - 1; i >= 0 && ++idx[i] == shape[i]; --i) idx[i] = 0;
-  }
-}
-
 /// dst <- src (same shape), converting between float and double; other dtype pairs must match.
+/// Plain loops rather than typed tensor kernels: this is compiled into every program with modules.
 inline void copy_into(const AnyTensor& dst, const AnyTensor& src, const std::string& key) {
   DL_CHECK(dst.device().is_cpu() && src.device().is_cpu(), "load_state_dict: ", key, " is on ", src.device(),
            "; load into a module on the CPU, then move it with to(device)");
-  NoGradGuard no_grad;
-  if (dst.dtype() == src.dtype()) copy_bytes(dst, src);
-  else if (dst.is<float>() && src.is<double>()) dst.as<float>().copy_(src.as<double>());
-  else if (dst.is<double>() && src.is<float>()) dst.as<double>().copy_(src.as<float>());
-  else
+  if (dst.dtype() == src.dtype()) {
+    dl::detail::copy_bytes(*dst.impl(), *src.impl());
+  } else if ((dst.is<float>() || dst.is<double>()) && (src.is<float>() || src.is<double>())) {
+    const AnyTensor s = src.contiguous();
+    AnyTensor converted(dl::detail::make_impl(dst.dtype(), dst.shape()));
+    const int64_t n = s.numel();
+    if (dst.is<float>()) {
+      const double* from = static_cast<const double*>(s.impl()->data());
+      float* to = static_cast<float*>(converted.impl()->data());
+      for (int64_t i = 0; i < n; ++i) to[i] = float(from[i]);
+    } else {
+      const float* from = static_cast<const float*>(s.impl()->data());
+      double* to = static_cast<double*>(converted.impl()->data());
+      for (int64_t i = 0; i < n; ++i) to[i] = double(from[i]);
+    }
+    dl::detail::copy_bytes(*dst.impl(), *converted.impl());
+  } else {
     throw Error(dl::detail::cat("While copying the parameter named \"", key, "\", expected a tensor of dtype ",
                                 dtype_name(dst.dtype()), " but the state dict holds ", dtype_name(src.dtype())));
+  }
   dst.impl()->storage->bump_version();
 }
 }  // namespace detail

@@ -46,7 +46,9 @@ class BatchNormBase : public Module {
 
  protected:
   BatchNormBase(int64_t num_features, const BatchNormOptions& o);
-  Tensor<float> run(const Tensor<float>& x);
+  // A template, so that the batch-norm kernels compile only in programs that use batch norm.
+  template <class X = Tensor<float>>
+  Tensor<float> run(const X& x);
 };
 
 }  // namespace detail
@@ -187,7 +189,8 @@ inline void BatchNormBase::reset_parameters() {
   }
 }
 
-inline Tensor<float> BatchNormBase::run(const Tensor<float>& x) {
+template <class X>
+Tensor<float> BatchNormBase::run(const X& x) {
   DL_CHECK(x.size(1) == num_features, type_name(), ": expected input with ", num_features, " channels (dim 1), got input of shape ",
            x.shape());
   double factor = momentum.value_or(0.0);

@@ -593,13 +593,13 @@ inline size_t bisect_right(const std::vector<int64_t>& a, int64_t x) {
 inline std::vector<double> sched_values(const AnyTensor& t, const std::string& key) {
   std::vector<double> out;
   if (t.is<double>()) {
-    const Tensor<double> c = t.as<double>().contiguous();
+    const Tensor<double> c = t.contiguous().as<double>();
     out.assign(c.data(), c.data() + c.numel());
   } else if (t.is<float>()) {
-    const Tensor<float> c = t.as<float>().contiguous();
+    const Tensor<float> c = t.contiguous().as<float>();
     out.assign(c.data(), c.data() + c.numel());
   } else if (t.is<int64_t>()) {
-    const Tensor<int64_t> c = t.as<int64_t>().contiguous();
+    const Tensor<int64_t> c = t.contiguous().as<int64_t>();
     for (int64_t i = 0; i < c.numel(); ++i) out.push_back(double(c.data()[i]));
   } else {
     throw Error(dl::detail::cat("scheduler state dict: ", key, " is ", dtype_name(t.dtype()),
@@ -638,7 +638,7 @@ class SchedulerLoader final : public SchedulerFields {
     int64_t x = 0;
     if (t.is<int64_t>()) {
       DL_CHECK(t.numel() == 1, "scheduler state dict: ", prefix_ + k, " has ", t.numel(), " values, expected 1");
-      x = t.as<int64_t>().contiguous().data()[0];
+      x = t.contiguous().as<int64_t>().data()[0];
     } else {
       x = int64_t(scalar(k));
     }
@@ -666,7 +666,7 @@ class SchedulerLoader final : public SchedulerFields {
     const AnyTensor& t = at(k);
     std::vector<int64_t> x;
     if (t.is<int64_t>()) {
-      const Tensor<int64_t> c = t.as<int64_t>().contiguous();
+      const Tensor<int64_t> c = t.contiguous().as<int64_t>();
       x.assign(c.data(), c.data() + c.numel());
     } else {
       for (double d : sched_values(t, prefix_ + k)) x.push_back(int64_t(d));

@@ -182,14 +182,21 @@ inline void put_option(StateDict& sd, const std::string& key, const std::optiona
 }
 
 /// t as a contiguous Tensor<T>, converting between the floating types and from int64 (the types
-/// state dicts hold; converting only these keeps other dtypes' kernels out of user code).
+/// state dicts hold) with plain loops: typed conversion kernels would compile into every program.
 template <class T>
 Tensor<T> as_floating(const AnyTensor& t, const std::string& key) {
-  if (t.is<T>()) return t.as<T>().contiguous();
-  if (t.is<float>()) return t.as<float>().template to<T>();
-  if (t.is<double>()) return t.as<double>().template to<T>();
-  if (t.is<int64_t>()) return t.as<int64_t>().template to<T>();
-  throw Error(dl::detail::cat("optimizer state dict: ", key, " is ", dtype_name(t.dtype()), ", expected a floating point tensor"));
+  DL_CHECK(t.is<float>() || t.is<double>() || t.is<int64_t>(), "optimizer state dict: ", key, " is ", dtype_name(t.dtype()),
+           ", expected a floating point tensor");
+  const AnyTensor c = t.contiguous();
+  if (c.is<T>()) return c.as<T>();
+  Tensor<T> out = empty<T>(c.shape());
+  const int64_t n = c.numel();
+  const void* p = c.impl()->data();
+  for (int64_t i = 0; i < n; ++i)
+    out.data()[i] = c.is<float>()    ? T(static_cast<const float*>(p)[i])
+                    : c.is<double>() ? T(static_cast<const double*>(p)[i])
+                                     : T(static_cast<const int64_t*>(p)[i]);
+  return out;
 }
 
 inline Tensor<double> option_tensor(const StateDict& sd, const std::string& key, int64_t numel) {
@@ -197,6 +204,7 @@ inline Tensor<double> option_tensor(const StateDict& sd, const std::string& key,
   DL_CHECK(t.numel() == numel, "optimizer state dict: ", key, " has ", t.numel(), " values, expected ", numel);
   return as_floating<double>(t, key);
 }
+
 inline void get_option(const StateDict& sd, const std::string& key, double& v) { v = option_tensor(sd, key, 1).data()[0]; }
 inline void get_option(const StateDict& sd, const std::string& key, bool& v) { v = option_tensor(sd, key, 1).data()[0] != 0; }
 inline void get_option(const StateDict& sd, const std::string& key, int64_t& v) { v = int64_t(option_tensor(sd, key, 1).data()[0]); }
