@@ -92,8 +92,13 @@ Tensor<T> relu_mask(const Tensor<T>& g_, const Tensor<T>& mask) {
   const T* gp = g.data();
   const T* mp = mask.data();
   T* op = out.data();
-  dl::detail::parallel_for(0, g.numel(), 1 << 16, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) op[i] = mp[i] > T(0) ? gp[i] : T(0);
+  // Pointers copied into restrict locals: through the lambda's reference captures the loop would
+  // not vectorise.
+  dl::detail::parallel_for(0, g.numel(), 1 << 16, [gp, mp, op](int64_t i0, int64_t i1) {
+    const T* __restrict gr = gp;
+    const T* __restrict mr = mp;
+    T* __restrict orr = op;
+    for (int64_t i = i0; i < i1; ++i) orr[i] = mr[i] > T(0) ? gr[i] : T(0);
   });
   return dl::detail::record_kernel(out, "ReluBackward", {}, [mask](const Tensor<T>& gg, const std::vector<Tensor<T>>&, const std::vector<bool>&) {
     return std::vector<TensorImplPtr>{relu_mask(gg, mask).impl()};
