@@ -1,4 +1,4 @@
-"""PyTorch twin of samples/fashion_mnist_mlp.cpp: the same MLP (784-256-10, ReLU), SGD with
+"""PyTorch twin of samples/fashion_mnist_mlp.cpp: the same MLP (784-256-128-10, ReLU), SGD with
 momentum 0.9 and lr 0.05, batch 128, shuffled, Normalize(0.2860, 0.3530), 2 threads; prints the
 seconds per epoch and the test accuracy, as the sample does.
   env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 bench/fashion_mnist_mlp.py"""
@@ -30,7 +30,8 @@ def load(prefix):
 xtr, ytr = load("train")
 xte, yte = load("t10k")
 loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xtr, ytr), batch_size=128, shuffle=True)
-model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128), torch.nn.ReLU(),
+                            torch.nn.Linear(128, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 for epoch in range(1, epochs + 1):
     t0 = time.perf_counter()

@@ -695,3 +695,48 @@ TEST_CASE("empty dimensions") {
   CHECK(dl::bmm(z({0, 2, 3}), z({0, 3, 4})).shape() == Shape{0, 2, 4});
   CHECK(dl::matmul(z({2, 3, 0}), z({0, 5})).shape() == Shape{2, 3, 5});
 }
+
+TEST_CASE("max_pool2d 2x2 fast path: every row width, NaNs and ties in PyTorch's order; pooling a relu") {
+  // A plain reference: raster order over the window, an element taken when larger or NaN.
+  for (int64_t W : {2, 3, 6, 14, 28, 30, 32, 34, 62, 66}) {
+    for (int64_t H : {2, 5}) {
+      CAPTURE(W);
+      CAPTURE(H);
+      dl::Tensor<float> x = det<float>({2, 3, H, W}, W * 7 + H);
+      x.data()[5] = NAN;
+      x.data()[11] = x.data()[10];  // a tie
+      for (int64_t i = 0; i < x.numel(); i += 9) x.data()[i] = 0.25f;  // more ties
+      auto [y, idx] = F::max_pool2d_with_indices(x, 2);
+      const int64_t OH = H / 2, OW = W / 2;
+      REQUIRE(y.shape() == Shape({2, 3, OH, OW}));
+      int64_t bad = 0;
+      for (int64_t q = 0; q < 6; ++q)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const float* in = x.data() + q * H * W;
+            float m = in[2 * oh * W + 2 * ow];
+            int64_t mi = 2 * oh * W + 2 * ow;
+            for (int64_t dh = 0; dh < 2; ++dh)
+              for (int64_t dw = 0; dw < 2; ++dw) {
+                const int64_t i = (2 * oh + dh) * W + 2 * ow + dw;
+                if (in[i] > m || std::isnan(in[i])) m = in[i], mi = i;
+              }
+            const int64_t o = (q * OH + oh) * OW + ow;
+            const float got = y.data()[o];
+            bad += !((std::isnan(m) && std::isnan(got)) || got == m) || idx.data()[o] != mi;
+          }
+      CHECK(bad == 0);
+    }
+  }
+  // max_pool2d(relu(x)) pools first and applies relu to the result: the same values and gradient.
+  dl::Tensor<double> a = det<double>({2, 3, 8, 6}, 3).requires_grad_();
+  dl::Tensor<double> b = a.detach().clone().requires_grad_();
+  dl::Tensor<double> fused = F::max_pool2d(dl::relu(a), 2);
+  dl::Tensor<double> plain = F::max_pool2d(dl::Tensor<double>(dl::relu(b)), 2);
+  CHECK(dl::equal(fused, plain));
+  const dl::Tensor<double> g = det<double>(fused.shape(), 9);
+  fused.backward(g);
+  plain.backward(g);
+  CHECK(dl::equal(a.grad(), b.grad()));
+  CHECK(dl::autograd::gradcheck([](auto& in) { return F::max_pool2d(dl::relu(in[0] * 1.0), 2); }, {a}));
+}

@@ -105,6 +105,12 @@ Tensor<T> relu_mask(const Tensor<T>& g_, const Tensor<T>& mask) {
   }, g_);
 }
 
+/// Whether an expression type is relu(something).
+template <class E>
+inline constexpr bool is_relu_of = false;
+template <class A>
+inline constexpr bool is_relu_of<expr::Apply<expr::Relu, A>> = true;
+
 template <class Act>
 inline constexpr bool recordable_activation =
     std::is_same_v<Act, dl::detail::Identity> || std::is_same_v<Act, expr::Relu>;
@@ -234,6 +240,16 @@ MaxResult<T> max_pool2d_with_indices(const E& input, Size2 kernel_size, std::opt
 template <expression E, class T>
 Tensor<T> max_pool2d(const E& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
                      bool ceil_mode) {
+  if constexpr (detail::is_relu_of<std::remove_cvref_t<E>>) {
+    // max commutes with relu (monotone): pooling first and applying relu to the pooled values
+    // reads the input once, skips a full-size relu pass forward and backward, and gives the same
+    // values and gradients (a window whose maximum is negative has zero gradient either way).
+    const auto& inner = expr::get<0>(input.args);
+    if constexpr (expr::is_leaf_v<std::remove_cvref_t<decltype(inner)>>)
+      return Tensor<T>(expr::relu(max_pool2d(inner.tensor, kernel_size, stride, padding, dilation, ceil_mode)));
+    else
+      return Tensor<T>(expr::relu(max_pool2d(inner, kernel_size, stride, padding, dilation, ceil_mode)));
+  }
   return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode).values;
 }
 
