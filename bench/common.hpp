@@ -39,6 +39,18 @@ double median_ms(int reps, F&& f) {
   return median(t);
 }
 
+/// Median over `samples` of the mean time (ms) of `calls` consecutive calls of f, after `calls`
+/// warm-up calls: for steps too short to time one by one.
+template <class F>
+double per_call_ms(F&& f, int64_t calls, int samples = 15) {
+  for (int64_t i = 0; i < calls; ++i) f();
+  std::vector<double> t;
+  for (int s = 0; s < samples; ++s) t.push_back(time_ms([&] {
+    for (int64_t i = 0; i < calls; ++i) f();
+  }) / double(calls));
+  return median(t);
+}
+
 /// Median wall time of f() in seconds over `reps` runs (after two warm-up runs), at least
 /// `min_seconds` of measurement in total.
 template <class F>

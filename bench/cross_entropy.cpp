@@ -22,16 +22,6 @@ struct Workload {
   double smoothing;
 };
 
-/// Median over 15 samples of the mean time (us) of `calls` consecutive calls, after a warm-up.
-template <class Fn>
-double per_call_us(Fn&& f, int64_t calls) {
-  for (int64_t i = 0; i < calls; ++i) f();
-  std::vector<double> samples;
-  for (int s = 0; s < 15; ++s) samples.push_back(bench::time_ms([&] {
-    for (int64_t i = 0; i < calls; ++i) f();
-  }) * 1e3 / double(calls));
-  return bench::median(samples);
-}
 
 /// Runs the PyTorch twin for `rounds` rounds; returns its (forward, forward+backward) medians.
 std::vector<double> torch_times(const std::string& python, const Workload& w, int rounds) {
@@ -78,8 +68,8 @@ int main(int argc, char** argv) {
     };
     std::vector<double> d_f, d_fb, t_f, t_fb, j_f, j_fb;
     for (int r = 0; r < rounds; ++r) {
-      d_f.push_back(per_call_us(fwd, calls));
-      d_fb.push_back(per_call_us(fwd_bwd, calls));
+      d_f.push_back(1e3 * bench::per_call_ms(fwd, calls));
+      d_fb.push_back(1e3 * bench::per_call_ms(fwd_bwd, calls));
       if (with_torch) {
         const auto pt = torch_times(bench::python(), w, 1), je = torch_times(bench::python_jemalloc(), w, 1);
         t_f.push_back(pt[0]);

@@ -22,16 +22,6 @@ std::vector<dl::Shape> shapes() {
   return {{256, 784}, {256}, {128, 256}, {128}, {10, 128}, {10}, {865, 1000}, {865}};
 }
 
-/// Median (ms) of one step, over 21 samples of `calls` steps each.
-template <class F>
-double step_ms(F&& f, int calls = 20) {
-  for (int i = 0; i < calls; ++i) f();
-  std::vector<double> s;
-  for (int k = 0; k < 21; ++k) s.push_back(bench::time_ms([&] {
-    for (int i = 0; i < calls; ++i) f();
-  }) / calls);
-  return bench::median(s);
-}
 
 /// The hand-written floor: Adam (PyTorch's formula) as one AVX-512 loop per tensor (each element
 /// read and written once), all tensors in one OpenMP region, compiled -O3 -march=native.
@@ -126,9 +116,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(total), rounds);
   std::vector<double> d_adam, d_sgd, h_adam, t_adam, t_sgd;
   for (int r = 0; r < rounds; ++r) {
-    d_adam.push_back(step_ms([&] { adam.step(); }));
-    h_adam.push_back(step_ms([&] { hand.run(1e-4f, 0.9f, 0.999f, 1e-8f); }));
-    d_sgd.push_back(step_ms([&] { sgd.step(); }));
+    d_adam.push_back(bench::per_call_ms([&] { adam.step(); }, 20, 21));
+    h_adam.push_back(bench::per_call_ms([&] { hand.run(1e-4f, 0.9f, 0.999f, 1e-8f); }, 20, 21));
+    d_sgd.push_back(bench::per_call_ms([&] { sgd.step(); }, 20, 21));
     if (with_torch) {
       const auto t = torch_times(bench::python(), 1);
       t_adam.push_back(t[0]);

@@ -22,16 +22,6 @@ using dl::Tensor;
 
 namespace {
 
-/// Median over 9 samples of the mean time (ms) of `steps` consecutive steps, after a warm-up.
-template <class Fn>
-double step_ms(Fn&& f, int steps) {
-  for (int i = 0; i < steps; ++i) f();
-  std::vector<double> samples;
-  for (int s = 0; s < 9; ++s) samples.push_back(bench::time_ms([&] {
-    for (int i = 0; i < steps; ++i) f();
-  }) / steps);
-  return bench::median(samples);
-}
 
 std::vector<double> torch_ms(int rounds) {
   const std::string cmd = bench::python() + " " + std::string(DL_BENCH_DIR) + "/train_step.py " + std::to_string(rounds) + " 2>/dev/null";
@@ -89,9 +79,9 @@ int main(int argc, char** argv) {
 
   std::vector<double> m, f, l, tm, tl;
   for (int r = 0; r < rounds; ++r) {
-    m.push_back(step_ms(module_step, 50));
-    f.push_back(step_ms(functional_step, 50));
-    l.push_back(step_ms(lenet_step, 20));
+    m.push_back(bench::per_call_ms(module_step, 50, 9));
+    f.push_back(bench::per_call_ms(functional_step, 50, 9));
+    l.push_back(bench::per_call_ms(lenet_step, 20, 9));
     if (with_torch) {
       const auto t = torch_ms(1);
       tm.push_back(t[0]);

@@ -20,18 +20,6 @@ namespace {
 
 const refbin::File ref("models_ref.bin");
 
-std::map<std::string, std::string> prints() {
-  std::map<std::string, std::string> m;
-  std::ifstream in(std::string(DL_TEST_DATA) + "/models/print.txt");
-  REQUIRE(in.good());
-  std::string name, line, body;
-  while (std::getline(in, name)) {
-    body.clear();
-    while (std::getline(in, line) && line != "%%") body += (body.empty() ? "" : "\n") + line;
-    m[name] = body;
-  }
-  return m;
-}
 
 /// The generator's fill: state-dict entry i <- det(shape, 1000 + i) (x 0.1 for weights of rank > 1),
 /// running variances |.| + 0.5, integer buffers 2.
@@ -55,7 +43,7 @@ void fill_det(nn::Module& m) {
 template <class M>
 void check_model(const std::string& name, M& m, const dl::Shape& input) {
   INFO("model ", name);
-  const auto p = prints();
+  const auto p = refbin::sections("models/print.txt");
   std::ostringstream os;
   os << m;
   CHECK(os.str() == p.at(name));

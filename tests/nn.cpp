@@ -87,18 +87,6 @@ void check_case(const std::string& name, M& m, const Tensor<float>& x, const Ext
 
 Tensor<float> input(Shape s, int64_t seed = 1) { return refbin::det<float>(s, seed).requires_grad_(); }
 
-std::map<std::string, std::string> prints() {
-  std::map<std::string, std::string> m;
-  std::ifstream in(std::string(DL_TEST_DATA) + "/nn/print.txt");
-  REQUIRE(in.good());
-  std::string name, line, body;
-  while (std::getline(in, name)) {
-    body.clear();
-    while (std::getline(in, line) && line != "%%") body += (body.empty() ? "" : "\n") + line;
-    m[name] = body;
-  }
-  return m;
-}
 
 template <class M>
 std::string repr(M& m) {
@@ -235,7 +223,7 @@ TEST_CASE("forward hooks and pre-hooks see and replace tensors; remove() unregis
 }
 
 TEST_CASE("printouts are PyTorch's text") {
-  const auto p = prints();
+  const auto p = refbin::sections("nn/print.txt");
   Net net;
   CHECK(repr(net) == p.at("net"));
   auto seq = nn::Sequential(nn::Linear<784, 128>(), nn::ReLU(), nn::Linear<128, 10>());

@@ -127,6 +127,21 @@ class File {
   std::string name_;
 };
 
+/// Reads printout cases from tests/data/<file>: name -> text (each case is a name line, then the
+/// text, then a "%%" line).
+inline std::map<std::string, std::string> sections(const std::string& file) {
+  std::map<std::string, std::string> m;
+  std::ifstream in(std::string(DL_TEST_DATA) + "/" + file);
+  REQUIRE_MESSAGE(in.good(), "missing tests/data/" << file);
+  std::string name, line, body;
+  while (std::getline(in, name)) {
+    body.clear();
+    while (std::getline(in, line) && line != "%%") body += (body.empty() ? "" : "\n") + line;
+    m[name] = body;
+  }
+  return m;
+}
+
 /// The generators' det(): values in [-2, 2) from an integer hash, identical in Python.
 template <class T>
 dl::Tensor<T> det(const dl::Shape& shape, int64_t seed) {

@@ -13,6 +13,8 @@
 
 #include <dl/tensor.hpp>
 
+#include "refbin.hpp"
+
 namespace ref {
 
 struct Record {
@@ -85,16 +87,6 @@ void check(const dl::Tensor<T>& t, const std::string& name, double rtol = 1e-5, 
 }
 
 /// Reads the print cases: name -> repr.
-inline std::map<std::string, std::string> prints() {
-  std::map<std::string, std::string> m;
-  std::ifstream in(std::string(DL_TEST_DATA) + "/print.txt");
-  std::string name, line, body;
-  while (std::getline(in, name)) {
-    body.clear();
-    while (std::getline(in, line) && line != "%%") body += (body.empty() ? "" : "\n") + line;
-    m[name] = body;
-  }
-  return m;
-}
+inline std::map<std::string, std::string> prints() { return refbin::sections("print.txt"); }
 
 }  // namespace ref

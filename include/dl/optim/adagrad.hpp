@@ -48,23 +48,8 @@ struct AdadeltaState {
   void for_each(F&& f) const { f("step", step), f("square_avg", square_avg), f("acc_delta", acc_delta); }
 };
 
-#define DL_OPTIMIZER_CLASS(Name, StateT)                                                                           \
-  template <scalar_type T = float>                                                                                 \
-  class Name : public OptimizerBase<Name<T>, T, Name##Options, Name##GroupOptions, StateT<T>> {                    \
-    using Base = OptimizerBase<Name<T>, T, Name##Options, Name##GroupOptions, StateT<T>>;                          \
-                                                                                                                   \
-   public:                                                                                                         \
-    using typename Base::GroupSpec;                                                                                \
-    using Base::step;                                                                                              \
-    explicit Name(std::vector<Tensor<T>> params, const Name##Options& o = {}) : Base(std::move(params), o) {}      \
-    explicit Name(std::vector<GroupSpec> groups, const Name##Options& o = {}) : Base(std::move(groups), o) {}      \
-    static void validate(const Name##Options& o);                                                                  \
-    std::string name() const override { return #Name; }                                                            \
-    void step() override;                                                                                          \
-  };
 DL_OPTIMIZER_CLASS(Adagrad, AdagradState)
 DL_OPTIMIZER_CLASS(Adadelta, AdadeltaState)
-#undef DL_OPTIMIZER_CLASS
 
 // ------------------------------------------------------------------------------ implementation
 

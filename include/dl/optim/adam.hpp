@@ -48,38 +48,10 @@ struct AdamState {
 };
 
 /// Adam; decoupled_weight_decay = true makes it AdamW.
-template <scalar_type T = float>
-class Adam : public OptimizerBase<Adam<T>, T, AdamOptions, AdamGroupOptions, AdamState<T>> {
-  using Base = OptimizerBase<Adam<T>, T, AdamOptions, AdamGroupOptions, AdamState<T>>;
-
- public:
-  using typename Base::GroupSpec;
-  using Base::step;
-  explicit Adam(std::vector<Tensor<T>> params, const AdamOptions& o = {}) : Base(std::move(params), o) {}
-  explicit Adam(std::vector<GroupSpec> groups, const AdamOptions& o = {}) : Base(std::move(groups), o) {}
-  static void validate(const AdamOptions& o);
-  std::string name() const override { return "Adam"; }
-  void step() override;
-  std::optional<double> get_momentum(size_t g) const override { return this->group(g).options.betas.first; }
-  void set_momentum(size_t g, double m) override { this->group(g).options.betas.first = m; }
-};
+DL_OPTIMIZER_CLASS(Adam, AdamState)
 
 /// Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * weight_decay.
-template <scalar_type T = float>
-class AdamW : public OptimizerBase<AdamW<T>, T, AdamWOptions, AdamWGroupOptions, AdamState<T>> {
-  using Base = OptimizerBase<AdamW<T>, T, AdamWOptions, AdamWGroupOptions, AdamState<T>>;
-
- public:
-  using typename Base::GroupSpec;
-  using Base::step;
-  explicit AdamW(std::vector<Tensor<T>> params, const AdamWOptions& o = {}) : Base(std::move(params), o) {}
-  explicit AdamW(std::vector<GroupSpec> groups, const AdamWOptions& o = {}) : Base(std::move(groups), o) {}
-  static void validate(const AdamWOptions& o);
-  std::string name() const override { return "AdamW"; }
-  void step() override;
-  std::optional<double> get_momentum(size_t g) const override { return this->group(g).options.betas.first; }
-  void set_momentum(size_t g, double m) override { this->group(g).options.betas.first = m; }
-};
+DL_OPTIMIZER_CLASS(AdamW, AdamState)
 
 // ------------------------------------------------------------------------------ implementation
 

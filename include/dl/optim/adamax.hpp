@@ -70,26 +70,9 @@ struct RAdamState {
   void for_each(F&& f) const { f("step", step), f("exp_avg", exp_avg), f("exp_avg_sq", exp_avg_sq); }
 };
 
-#define DL_OPTIMIZER_CLASS(Name, StateT)                                                                           \
-  template <scalar_type T = float>                                                                                 \
-  class Name : public OptimizerBase<Name<T>, T, Name##Options, Name##GroupOptions, StateT<T>> {                    \
-    using Base = OptimizerBase<Name<T>, T, Name##Options, Name##GroupOptions, StateT<T>>;                          \
-                                                                                                                   \
-   public:                                                                                                         \
-    using typename Base::GroupSpec;                                                                                \
-    using Base::step;                                                                                              \
-    explicit Name(std::vector<Tensor<T>> params, const Name##Options& o = {}) : Base(std::move(params), o) {}      \
-    explicit Name(std::vector<GroupSpec> groups, const Name##Options& o = {}) : Base(std::move(groups), o) {}      \
-    static void validate(const Name##Options& o);                                                                  \
-    std::string name() const override { return #Name; }                                                            \
-    void step() override;                                                                                          \
-    std::optional<double> get_momentum(size_t g) const override { return this->group(g).options.betas.first; }     \
-    void set_momentum(size_t g, double m) override { this->group(g).options.betas.first = m; }                     \
-  };
 DL_OPTIMIZER_CLASS(Adamax, AdamaxState)
 DL_OPTIMIZER_CLASS(NAdam, NAdamState)
 DL_OPTIMIZER_CLASS(RAdam, RAdamState)
-#undef DL_OPTIMIZER_CLASS
 
 // ------------------------------------------------------------------------------ implementation
 

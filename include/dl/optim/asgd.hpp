@@ -30,19 +30,7 @@ struct ASGDState {
   void for_each(F&& f) const { f("step", step), f("eta", eta), f("mu", mu), f("ax", ax); }
 };
 
-template <scalar_type T = float>
-class ASGD : public OptimizerBase<ASGD<T>, T, ASGDOptions, ASGDGroupOptions, ASGDState<T>> {
-  using Base = OptimizerBase<ASGD<T>, T, ASGDOptions, ASGDGroupOptions, ASGDState<T>>;
-
- public:
-  using typename Base::GroupSpec;
-  using Base::step;
-  explicit ASGD(std::vector<Tensor<T>> params, const ASGDOptions& o = {}) : Base(std::move(params), o) {}
-  explicit ASGD(std::vector<GroupSpec> groups, const ASGDOptions& o = {}) : Base(std::move(groups), o) {}
-  static void validate(const ASGDOptions& o);
-  std::string name() const override { return "ASGD"; }
-  void step() override;
-};
+DL_OPTIMIZER_CLASS(ASGD, ASGDState)
 
 // ------------------------------------------------------------------------------ implementation
 

@@ -48,6 +48,23 @@ using Pair = std::pair<double, double>;
     void merge(const Name##GroupOptions& o) { FIELDS(DL_OPTIM_MERGE_) } \
   };
 
+/// Declares an algorithm's class from its options (Name##Options, Name##GroupOptions) and state
+/// (StateT<T>): constructors over a parameter list or groups, validate, name and step.
+#define DL_OPTIMIZER_CLASS(Name, StateT)                                                                           \
+  template <scalar_type T = float>                                                                                 \
+  class Name : public OptimizerBase<Name<T>, T, Name##Options, Name##GroupOptions, StateT<T>> {                    \
+    using Base = OptimizerBase<Name<T>, T, Name##Options, Name##GroupOptions, StateT<T>>;                          \
+                                                                                                                   \
+   public:                                                                                                         \
+    using typename Base::GroupSpec;                                                                                \
+    using Base::step;                                                                                              \
+    explicit Name(std::vector<Tensor<T>> params, const Name##Options& o = {}) : Base(std::move(params), o) {}      \
+    explicit Name(std::vector<GroupSpec> groups, const Name##Options& o = {}) : Base(std::move(groups), o) {}      \
+    static void validate(const Name##Options& o);                                                                  \
+    std::string name() const override { return #Name; }                                                            \
+    void step() override;                                                                                          \
+  };
+
 namespace dl::optim {
 
 // ------------------------------------------------------------------------------ declarations
@@ -142,6 +159,9 @@ class OptimizerBase : public Optimizer {
   size_t num_param_groups() const override { return groups_.size(); }
   double get_lr(size_t g) const override { return group(g).options.lr; }
   void set_lr(size_t g, double lr) override { group(g).options.lr = lr; }
+  /// The options' momentum (SGD, RMSprop) or betas.first (the Adam family), when they have one.
+  std::optional<double> get_momentum(size_t g) const override;
+  void set_momentum(size_t g, double m) override;
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& sd) override;
 
@@ -272,6 +292,22 @@ auto OptimizerBase<Derived, T, O, G, S>::step(F&& closure) {
   }();
   static_cast<Derived*>(this)->step();
   return loss;
+}
+
+template <class Derived, scalar_type T, class O, class G, class S>
+std::optional<double> OptimizerBase<Derived, T, O, G, S>::get_momentum(size_t g) const {
+  const O& o = group(g).options;
+  if constexpr (requires { o.momentum; }) return o.momentum;
+  else if constexpr (requires { o.betas; }) return o.betas.first;
+  else return std::nullopt;
+}
+
+template <class Derived, scalar_type T, class O, class G, class S>
+void OptimizerBase<Derived, T, O, G, S>::set_momentum(size_t g, double m) {
+  O& o = group(g).options;
+  if constexpr (requires { o.momentum; }) o.momentum = m;
+  else if constexpr (requires { o.betas; }) o.betas.first = m;
+  else Optimizer::set_momentum(g, m);
 }
 
 template <class Derived, scalar_type T, class O, class G, class S>

@@ -51,35 +51,9 @@ struct RpropState {
   void for_each(F&& f) const { f("step", step), f("prev", prev), f("step_size", step_size); }
 };
 
-template <scalar_type T = float>
-class RMSprop : public OptimizerBase<RMSprop<T>, T, RMSpropOptions, RMSpropGroupOptions, RMSpropState<T>> {
-  using Base = OptimizerBase<RMSprop<T>, T, RMSpropOptions, RMSpropGroupOptions, RMSpropState<T>>;
+DL_OPTIMIZER_CLASS(RMSprop, RMSpropState)
 
- public:
-  using typename Base::GroupSpec;
-  using Base::step;
-  explicit RMSprop(std::vector<Tensor<T>> params, const RMSpropOptions& o = {}) : Base(std::move(params), o) {}
-  explicit RMSprop(std::vector<GroupSpec> groups, const RMSpropOptions& o = {}) : Base(std::move(groups), o) {}
-  static void validate(const RMSpropOptions& o);
-  std::string name() const override { return "RMSprop"; }
-  void step() override;
-  std::optional<double> get_momentum(size_t g) const override { return this->group(g).options.momentum; }
-  void set_momentum(size_t g, double m) override { this->group(g).options.momentum = m; }
-};
-
-template <scalar_type T = float>
-class Rprop : public OptimizerBase<Rprop<T>, T, RpropOptions, RpropGroupOptions, RpropState<T>> {
-  using Base = OptimizerBase<Rprop<T>, T, RpropOptions, RpropGroupOptions, RpropState<T>>;
-
- public:
-  using typename Base::GroupSpec;
-  using Base::step;
-  explicit Rprop(std::vector<Tensor<T>> params, const RpropOptions& o = {}) : Base(std::move(params), o) {}
-  explicit Rprop(std::vector<GroupSpec> groups, const RpropOptions& o = {}) : Base(std::move(groups), o) {}
-  static void validate(const RpropOptions& o);
-  std::string name() const override { return "Rprop"; }
-  void step() override;
-};
+DL_OPTIMIZER_CLASS(Rprop, RpropState)
 
 // ------------------------------------------------------------------------------ implementation
 

@@ -29,21 +29,7 @@ struct SGDState {
   void for_each(F&& f) const { f("momentum_buffer", momentum_buffer); }
 };
 
-template <scalar_type T = float>
-class SGD : public OptimizerBase<SGD<T>, T, SGDOptions, SGDGroupOptions, SGDState<T>> {
-  using Base = OptimizerBase<SGD<T>, T, SGDOptions, SGDGroupOptions, SGDState<T>>;
-
- public:
-  using typename Base::GroupSpec;
-  using Base::step;
-  explicit SGD(std::vector<Tensor<T>> params, const SGDOptions& o = {}) : Base(std::move(params), o) {}
-  explicit SGD(std::vector<GroupSpec> groups, const SGDOptions& o = {}) : Base(std::move(groups), o) {}
-  static void validate(const SGDOptions& o);
-  std::string name() const override { return "SGD"; }
-  void step() override;
-  std::optional<double> get_momentum(size_t g) const override { return this->group(g).options.momentum; }
-  void set_momentum(size_t g, double m) override { this->group(g).options.momentum = m; }
-};
+DL_OPTIMIZER_CLASS(SGD, SGDState)
 
 // ------------------------------------------------------------------------------ implementation
 
