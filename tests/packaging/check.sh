@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds and runs the user project in this folder three ways, as a new user would: against an
+# installed dl through pkg-config (and the build tree's dl-uninstalled.pc), through the installed
+# CMake package (find_package(dl)), and with dl as a Meson subproject. Run by .ci/run.
+#   usage: tests/packaging/check.sh [work-dir]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+work=${1:-$(mktemp -d)}
+mkdir -p "$work"
+cxx=${CXX:-c++}
+step() { printf '\n== %s\n' "$*"; }
+
+step "install dl into $work/prefix"
+meson setup "$work/dl-build" "$src" -Dtests=false -Dbench=false -Dsamples=false --prefix="$work/prefix" >/dev/null
+meson install -C "$work/dl-build" >/dev/null
+pcdir=$(dirname "$(find "$work/prefix" -name dl.pc)")
+
+step "pkg-config, installed: $cxx \$(pkg-config --cflags --libs dl)"
+flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs dl)
+echo "$flags"
+$cxx -std=c++20 -O1 "$here/main.cpp" -o "$work/app-pc" $flags
+"$work/app-pc"
+
+step "pkg-config, uninstalled build tree (dl-uninstalled.pc)"
+flags=$(PKG_CONFIG_PATH="$work/dl-build/meson-uninstalled" pkg-config --cflags --libs dl)
+echo "$flags"
+$cxx -std=c++20 -O1 "$here/main.cpp" -o "$work/app-uninstalled" $flags
+"$work/app-uninstalled"
+
+step "CMake: find_package(dl) + target_link_libraries(app dl::dl)"
+cmake -S "$here" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$work/cmake-build"
+"$work/cmake-build/app"
+
+step "Meson subproject: subprojects/dl"
+mkdir -p "$work/project/subprojects"
+cp "$here/main.cpp" "$here/meson.build" "$work/project/"
+ln -sfn "$src" "$work/project/subprojects/dl"
+meson setup "$work/project/build" "$work/project" --force-fallback-for=dl >/dev/null
+meson compile -C "$work/project/build"
+"$work/project/build/app"
+
+step "all three ways build and run"
