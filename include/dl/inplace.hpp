@@ -26,7 +26,9 @@ void check_write_overlap(const Tensor<T>& out, const N& n, const char* what) {
     DL_CHECK(out.shape()[d] <= 1 || out.strides()[d] != 0, what,
              ": unsupported operation: more than one element of the written-to tensor refers to a single memory "
              "location. Please clone() the tensor before performing the operation.");
-  const auto [olo, ohi] = byte_range(*out.impl());
+  // Not a structured binding: clang before 16 cannot capture one in a lambda.
+  const auto out_range = byte_range(*out.impl());
+  const auto olo = out_range.first, ohi = out_range.second;
   expr::for_each_leaf(n, [&](const auto& t) {
     if (t.impl()->storage != out.impl()->storage) return;
     const bool same = t.data() == static_cast<const void*>(out.data()) && t.shape() == out.shape() && t.strides() == out.strides();

@@ -199,6 +199,22 @@ inline Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_
   const int64_t left = in.remaining();
   DL_CHECK(left < 0 || left >= total, "truncated file ", path.string(), ": its header announces shape ", shape, " (", total,
            " bytes of data) but only ", left, " bytes follow");
+  constexpr int64_t kTrustedBytes = int64_t(1) << 26;
+  if (left < 0 && total > kTrustedBytes) {
+    // A compressed file's length is unknown up front: a 30-byte .gz whose header claims a terabyte
+    // must not allocate it. Read in chunks, so memory only grows with data that actually exists.
+    std::vector<unsigned char> bytes;
+    while (int64_t(bytes.size()) < total) {
+      const size_t at = bytes.size(), want = size_t(std::min<int64_t>(total - int64_t(at), kTrustedBytes));
+      bytes.resize(at + want);
+      const size_t got = in.read(bytes.data() + at, want);
+      DL_CHECK(got == want, "truncated file ", path.string(), ": its header announces shape ", shape, " (", total,
+               " bytes of data) but only ", at + got, " bytes follow");
+    }
+    Tensor<uint8_t> out = empty<uint8_t>(shape);
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
   Tensor<uint8_t> out = empty<uint8_t>(shape);
   in.read_exact(out.data(), size_t(out.numel()), dl::detail::cat("data for shape ", shape).c_str());
   return out;

@@ -152,12 +152,14 @@ Tensor<expr::value_type_t<E>> mean_impl(const E& e, uint32_t mask, bool keepdim,
   return out;
 }
 
-/// amax/amin backward: the gradient shared evenly among the elements equal to the extreme.
+/// amax/amin backward: the gradient shared evenly among the elements equal to the extreme. The
+/// result only selects elements (no gradient flows through it), so it is saved detached: saving
+/// the node's own output would make a reference cycle (output -> grad_fn -> saved output).
 template <class T>
 class ExtremeBackward : public autograd::Node {
  public:
   ExtremeBackward(std::string name, const Tensor<T>& input, const Tensor<T>& result, uint32_t mask, bool keepdim)
-      : name_(std::move(name)), input_(input.impl(), name_), result_(result.impl(), name_), mask_(mask), keepdim_(keepdim) {}
+      : name_(std::move(name)), input_(input.impl(), name_), result_(result.detach().impl(), name_), mask_(mask), keepdim_(keepdim) {}
   std::string name() const override { return name_; }
   void release_variables() override {
     input_.release();
