@@ -88,7 +88,7 @@ class AnyDataset {
   template <dataset_holder D>
     requires(!std::same_as<std::remove_cvref_t<D>, AnyDataset> &&
              std::convertible_to<sample_t<dataset_value_t<D>>, S>)
-  AnyDataset(D dataset);
+  AnyDataset(D dataset) : self_(std::make_shared<Model<D>>(std::move(dataset))) {}
 
   int64_t size() const { return self_ ? self_->size() : 0; }
   S get(int64_t i) const;
@@ -143,7 +143,15 @@ class Subset {
   sample_t<dataset_type> get(int64_t i) const;
   /// Present when the underlying dataset loads batches itself.
   auto get_batch(std::span<const int64_t> indices) const
-    requires batched_dataset<dataset_type>;
+    requires batched_dataset<dataset_type>
+  {
+    std::vector<int64_t> mapped(indices.size());
+    for (size_t j = 0; j < indices.size(); ++j) {
+      detail::check_index(indices[j], size(), "Subset");
+      mapped[j] = indices_[size_t(indices[j])];
+    }
+    return detail::deref(dataset_).get_batch(std::span<const int64_t>(mapped));
+  }
   /// Present when the underlying dataset prefetches.
   void prefetch(int64_t i) const
     requires prefetching_dataset<dataset_type>
@@ -224,12 +232,6 @@ std::vector<Subset<D>> random_split(const D& dataset, std::initializer_list<F> f
 // ------------------------------------------------------------------------------ implementation
 
 template <class S>
-template <dataset_holder D>
-  requires(!std::same_as<std::remove_cvref_t<D>, AnyDataset<S>> &&
-           std::convertible_to<sample_t<dataset_value_t<D>>, S>)
-AnyDataset<S>::AnyDataset(D dataset) : self_(std::make_shared<Model<D>>(std::move(dataset))) {}
-
-template <class S>
 S AnyDataset<S>::get(int64_t i) const {
   DL_CHECK(self_, "AnyDataset: get(", i, ") on an empty dataset");
   return self_->get(i);
@@ -305,18 +307,6 @@ template <dataset_holder D>
 sample_t<typename Subset<D>::dataset_type> Subset<D>::get(int64_t i) const {
   detail::check_index(i, size(), "Subset");
   return detail::deref(dataset_).get(indices_[size_t(i)]);
-}
-
-template <dataset_holder D>
-auto Subset<D>::get_batch(std::span<const int64_t> indices) const
-  requires batched_dataset<dataset_type>
-{
-  std::vector<int64_t> mapped(indices.size());
-  for (size_t j = 0; j < indices.size(); ++j) {
-    detail::check_index(indices[j], size(), "Subset");
-    mapped[j] = indices_[size_t(indices[j])];
-  }
-  return detail::deref(dataset_).get_batch(std::span<const int64_t>(mapped));
 }
 
 template <dataset_holder D>

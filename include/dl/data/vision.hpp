@@ -63,7 +63,31 @@ class VisionDataset {
   }
   /// The batch {images [B, C, H, W], labels [B]} of default_collate, in one fused pass.
   std::pair<Tensor<float>, Tensor<int64_t>> get_batch(std::span<const int64_t> indices) const
-    requires fusable;
+    requires fusable
+  {
+    const int64_t b = int64_t(indices.size()), h = images_.size(1), w = images_.size(2), c = images_.size(3);
+    // ToTensor (x / 255) folded with the transform's per-channel affine map into one multiply-add.
+    std::vector<float> scale(size_t(c), 1.0f / 255.0f), shift(size_t(c), 0.0f);
+    if constexpr (takes_float) {
+      transform_.fold_affine(scale, shift);
+    } else {
+      std::apply([&](const auto&, const auto&... rest) { (rest.fold_affine(scale, shift), ...); }, transform_.transforms());
+    }
+    Tensor<float> images = empty<float>({b, c, h, w});
+    Tensor<int64_t> labels = empty<int64_t>({b});
+    const int64_t n = size(), item = h * w * c;
+    for (int64_t j = 0; j < b; ++j) {
+      const int64_t i = indices[size_t(j)];
+      detail::check_index(i, n, "VisionDataset");
+      // Shuffled samples are scattered over the image store: fetch the one after next while this
+      // one converts (the hardware prefetcher cannot guess it).
+      if (j + 2 < b && indices[size_t(j + 2)] >= 0 && indices[size_t(j + 2)] < n)
+        detail::prefetch(images_.data() + indices[size_t(j + 2)] * item, item);
+      transforms::detail::hwc_u8_to_chw(images_.data() + i * item, h, w, c, images.data() + j * item, scale.data(), shift.data());
+      labels.data()[j] = targets_.data()[i];
+    }
+    return {std::move(images), std::move(labels)};
+  }
 
   /// The raw images, uint8 [N, H, W] for grey datasets and [N, H, W, C] otherwise (torchvision's .data).
   Tensor<uint8_t> data() const { return images_.size(3) == 1 ? images_.select(3, 0) : images_; }
@@ -164,34 +188,6 @@ auto VisionDataset<Transform>::get(int64_t i) const -> sample_type {
   } else {
     return {transform_(images_.select(0, i)), label};
   }
-}
-
-template <class Transform>
-std::pair<Tensor<float>, Tensor<int64_t>> VisionDataset<Transform>::get_batch(std::span<const int64_t> indices) const
-  requires fusable
-{
-  const int64_t b = int64_t(indices.size()), h = images_.size(1), w = images_.size(2), c = images_.size(3);
-  // ToTensor (x / 255) folded with the transform's per-channel affine map into one multiply-add.
-  std::vector<float> scale(size_t(c), 1.0f / 255.0f), shift(size_t(c), 0.0f);
-  if constexpr (takes_float) {
-    transform_.fold_affine(scale, shift);
-  } else {
-    std::apply([&](const auto&, const auto&... rest) { (rest.fold_affine(scale, shift), ...); }, transform_.transforms());
-  }
-  Tensor<float> images = empty<float>({b, c, h, w});
-  Tensor<int64_t> labels = empty<int64_t>({b});
-  const int64_t n = size(), item = h * w * c;
-  for (int64_t j = 0; j < b; ++j) {
-    const int64_t i = indices[size_t(j)];
-    detail::check_index(i, n, "VisionDataset");
-    // Shuffled samples are scattered over the image store: fetch the one after next while this
-    // one converts (the hardware prefetcher cannot guess it).
-    if (j + 2 < b && indices[size_t(j + 2)] >= 0 && indices[size_t(j + 2)] < n)
-      detail::prefetch(images_.data() + indices[size_t(j + 2)] * item, item);
-    transforms::detail::hwc_u8_to_chw(images_.data() + i * item, h, w, c, images.data() + j * item, scale.data(), shift.data());
-    labels.data()[j] = targets_.data()[i];
-  }
-  return {std::move(images), std::move(labels)};
 }
 
 namespace detail {
