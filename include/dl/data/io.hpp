@@ -2,6 +2,7 @@
 // plain or gzip files alike (zlib, when dl is built with it), and IDX files (MNIST's format).
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -190,22 +191,28 @@ inline Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_
   std::vector<unsigned char> dims(size_t(4 * ndim));
   in.read_exact(dims.data(), dims.size(), "IDX dimensions");
   Shape shape;
-  int64_t total = 1;
+  // `span` bounds the product of the non-zero sizes too: an empty tensor of shape [0, 2^31, 2^31]
+  // has no data, but its strides would overflow.
+  constexpr int64_t kLimit = int64_t(1) << 40;
+  int64_t total = 1, span = 1;
   for (int d = 0; d < ndim; ++d) {
-    shape.push_back(int64_t(detail::read_be32(dims.data() + 4 * d)));
-    total = shape.back() == 0 || total <= (int64_t(1) << 40) / shape.back() ? total * shape.back() : (int64_t(1) << 40) + 1;
+    const int64_t size = int64_t(detail::read_be32(dims.data() + 4 * d));
+    shape.push_back(size);
+    total = size == 0 || total <= kLimit / size ? total * size : kLimit + 1;
+    span = size <= 1 || span <= kLimit / size ? span * std::max<int64_t>(size, 1) : kLimit + 1;
   }
-  DL_CHECK(total <= (int64_t(1) << 40), "implausible IDX dimensions ", shape, " in ", path.string(), " (corrupt header?)");
+  DL_CHECK(total <= kLimit && span <= kLimit, "implausible IDX dimensions ", shape, " in ", path.string(), " (corrupt header?)");
   const int64_t left = in.remaining();
   DL_CHECK(left < 0 || left >= total, "truncated file ", path.string(), ": its header announces shape ", shape, " (", total,
            " bytes of data) but only ", left, " bytes follow");
-  constexpr int64_t kTrustedBytes = int64_t(1) << 26;
-  if (left < 0 && total > kTrustedBytes) {
+  constexpr int64_t kFirstChunk = int64_t(1) << 20;
+  if (left < 0 && total > kFirstChunk) {
     // A compressed file's length is unknown up front: a 30-byte .gz whose header claims a terabyte
-    // must not allocate it. Read in chunks, so memory only grows with data that actually exists.
+    // must not allocate it. Read in chunks that double, so memory only grows with data that
+    // actually exists (at the cost of one copy of the data).
     std::vector<unsigned char> bytes;
     while (int64_t(bytes.size()) < total) {
-      const size_t at = bytes.size(), want = size_t(std::min<int64_t>(total - int64_t(at), kTrustedBytes));
+      const size_t at = bytes.size(), want = size_t(std::min<int64_t>(total - int64_t(at), std::max<int64_t>(kFirstChunk, int64_t(at))));
       bytes.resize(at + want);
       const size_t got = in.read(bytes.data() + at, want);
       DL_CHECK(got == want, "truncated file ", path.string(), ": its header announces shape ", shape, " (", total,

@@ -223,8 +223,13 @@ inline Tensor<uint8_t> read_cifar(const std::vector<std::filesystem::path>& file
   for (const auto& f : files) {
     InputFile in(f);
     std::vector<uint8_t> bytes;
-    std::vector<uint8_t> chunk(size_t(1) << 20);
-    for (size_t got; (got = in.read(chunk.data(), chunk.size())) > 0;) bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + std::ptrdiff_t(got));
+    if (const int64_t left = in.remaining(); left >= 0) {  // a plain file: one read of its size
+      bytes.resize(size_t(left));
+      bytes.resize(in.read(bytes.data(), bytes.size()));
+    } else {
+      std::vector<uint8_t> chunk(size_t(1) << 20);
+      for (size_t got; (got = in.read(chunk.data(), chunk.size())) > 0;) bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + std::ptrdiff_t(got));
+    }
     DL_CHECK(!bytes.empty() && int64_t(bytes.size()) % record == 0, what, ": ", f.string(), " has ", bytes.size(),
              " bytes, not a positive multiple of the ", record, "-byte record (truncated or not a CIFAR binary file?)");
     total += int64_t(bytes.size()) / record;
