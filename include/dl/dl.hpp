@@ -7,6 +7,7 @@
 #include "autograd/gradcheck.hpp"
 #include "data/data.hpp"
 #include "io/serialize.hpp"
+#include "linalg.hpp"
 #include "nn.hpp"
 #include "ops/conv.hpp"
 #include "ops/gemm.hpp"
