@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "profiler_hook.hpp"
 
 namespace dl {
 
@@ -74,6 +75,7 @@ class CpuAllocator {
     if (size <= ThreadCache::kMaxBlock && ThreadCache::alive()) {
       if (void* p = ThreadCache::get().take(size)) {
         hit(size);
+        profiler::detail::record_memory(p, int64_t(size));
         return p;
       }
     }
@@ -87,6 +89,7 @@ class CpuAllocator {
         *block_size = it->first;
         if (it->second.empty()) free_.erase(it);
         hit(*block_size);
+        profiler::detail::record_memory(p, int64_t(*block_size));
         return p;
       }
     }
@@ -103,11 +106,13 @@ class CpuAllocator {
       reserved_.add(-int64_t(size));
       throw Error(detail::cat("CPU out of memory: failed to allocate ", n, " bytes"));
     }
+    profiler::detail::record_memory(p, int64_t(size));
     return p;
   }
 
   void deallocate(void* p, size_t block_size) {
     if (!p) return;
+    profiler::detail::record_memory(p, -int64_t(block_size));
     allocated_.add(-int64_t(block_size));
     if (block_size <= ThreadCache::kMaxBlock && ThreadCache::alive() && ThreadCache::get().give(p, block_size)) {
       cached_.fetch_add(int64_t(block_size), std::memory_order_relaxed);

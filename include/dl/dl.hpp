@@ -6,6 +6,7 @@
 
 #include "autograd/gradcheck.hpp"
 #include "data/data.hpp"
+#include "deterministic.hpp"
 #include "io/serialize.hpp"
 #include "linalg.hpp"
 #include "nn.hpp"
@@ -15,6 +16,7 @@
 #include "ops/matmul.hpp"
 #include "ops/pool.hpp"
 #include "optim.hpp"
+#include "profiler.hpp"
 #include "tensor.hpp"
 #include "utils/plot.hpp"
 #include "utils/progress.hpp"

@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -74,10 +75,11 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   Tensor() = default;
   /// Adopts an impl; its dtype must be T.
   explicit Tensor(TensorImplPtr impl);
-  /// Evaluates an elementwise expression into a new tensor (one fused pass).
+  /// Evaluates an elementwise expression into a new tensor (one fused pass). `site` is the
+  /// caller's line, recorded for anomaly detection (never pass it).
   template <expr::node E>
     requires expr::is_apply_v<E>
-  Tensor(const E& e);
+  Tensor(const E& e, std::source_location site = std::source_location::current());
 
   // ------------------------------------------------------------------------------ properties
   bool defined() const { return bool(impl_); }

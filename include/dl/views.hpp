@@ -337,6 +337,34 @@ Tensor<T> make_view(const Tensor<T>& src, const Shape& shape, const Strides& str
 
 // ------------------------------------------------------------------------------ construction
 
+namespace expr {
+/// The profiler's name for materialising expression e: PyTorch's op name for a single op
+/// ("aten::mul", "aten::leaky_relu"), "dl::fused[Mul(Add(x0, x1), 2)]" for a fused expression.
+template <class E>
+std::string profile_name(const E& e) {
+  if constexpr (E::depth == 1) {
+    static const std::string name = [] {
+      std::string s = "aten::";
+      for (const char c : E::op_name()) {
+        if (c >= 'A' && c <= 'Z') {
+          if (s.size() > 6) s += '_';
+          s += char(c - 'A' + 'a');
+        } else {
+          s += c;
+        }
+      }
+      return s;
+    }();
+    return name;
+  } else {
+    std::ostringstream os;
+    int leaf = 0;
+    autograd::detail::describe(os, e, leaf);
+    return "dl::fused[" + os.str() + "]";
+  }
+}
+}  // namespace expr
+
 template <scalar_type T>
 Tensor<T>::Tensor(TensorImplPtr impl) : impl_(std::move(impl)) {
   DL_CHECK(!impl_ || impl_->dtype == dtype_of<T>, "Tensor<", dtype_name(dtype_of<T>), "> cannot hold a ",
@@ -346,9 +374,13 @@ Tensor<T>::Tensor(TensorImplPtr impl) : impl_(std::move(impl)) {
 template <scalar_type T>
 template <expr::node E>
   requires expr::is_apply_v<E>
-Tensor<T>::Tensor(const E& e) {
+Tensor<T>::Tensor(const E& e, std::source_location site) {
   static_assert(std::is_same_v<expr::value_type_t<E>, T>,
                 "the expression's element type differs from the Tensor's: convert it with dl::cast<T>(expr)");
+  const autograd::detail::CallSiteScope call_site(site);
+  const profiler::detail::RecordScope scope(profiler::detail::EventKind::op, [&] { return expr::profile_name(e); });
+  if (scope) [[unlikely]]
+    expr::for_each_leaf(e, [&](const auto& leaf) { scope.input(leaf); });
   const Shape shape = expr::shape_of(e);
   impl_ = detail::make_impl(dtype_of<T>, shape);
   expr::assign(*this, e);

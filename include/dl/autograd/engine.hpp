@@ -4,11 +4,13 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../profiler_hook.hpp"
 #include "graph.hpp"
 
 namespace dl {
@@ -63,6 +65,47 @@ auto stepwise(const N& n) {
       return expr::Leaf<V>{Tensor<V>(A(n.op, expr::get<Is>(kids)...))};
     }(std::make_index_sequence<N::arity>{});
   }
+}
+
+/// Whether a floating gradient holds a NaN (*nan) or an infinity (*inf); any strides.
+template <class T>
+void scan_nonfinite(const TensorImpl& t, bool* nan, bool* inf) {
+  const int nd = t.shape.size();
+  const T* base = static_cast<const T*>(t.data());
+  auto walk = [&](auto& self, int d, const T* p) -> void {
+    if (d == nd) {
+      *nan |= std::isnan(*p);
+      *inf |= std::isinf(*p);
+      return;
+    }
+    for (int64_t i = 0; i < t.shape[d]; ++i) self(self, d + 1, p + i * t.strides[d]);
+  };
+  if (numel(t.shape) > 0) walk(walk, 0, base);
+}
+
+/// Anomaly mode's run of a node: errors it raises name the forward call that created it, and
+/// gradients it returns are checked for NaN and infinity.
+[[gnu::noinline]] inline std::vector<TensorImplPtr> apply_with_anomaly_checks(Node& node, std::vector<TensorImplPtr> in) {
+  const auto where = [&] {
+    return dl::detail::cat("Error detected in ", node.name(), ". The forward call that created it: ",
+                           describe_site(node.forward_site()), ".");
+  };
+  std::vector<TensorImplPtr> out;
+  try {
+    out = node.apply(std::move(in));
+  } catch (const Error& e) {
+    throw Error(dl::detail::cat(e.what(), "\n", where()));
+  }
+  if (!is_anomaly_check_nan_enabled()) return out;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i]) continue;
+    bool nan = false, inf = false;
+    if (out[i]->dtype == ScalarType::Float) scan_nonfinite<float>(*out[i], &nan, &inf);
+    else if (out[i]->dtype == ScalarType::Double) scan_nonfinite<double>(*out[i], &nan, &inf);
+    DL_CHECK(!nan && !inf, "Function '", node.name(), "' returned ", nan ? "nan" : "inf", " values in its ", i,
+             "th output.\n", where());
+  }
+  return out;
 }
 
 inline void check_grad_shape(const Node& producer, size_t index, const TensorImplPtr& g, const Node& consumer, uint32_t input_nr) {
@@ -207,7 +250,8 @@ inline std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, s
       const bool any = std::any_of(in.begin(), in.end(), [](const auto& g) { return bool(g); });
       std::vector<TensorImplPtr> out;
       if (any) {
-        out = node->apply(std::move(in));
+        const profiler::detail::RecordScope scope(profiler::detail::EventKind::backward, [&] { return node->name(); }, in);
+        out = is_anomaly_enabled() ? detail::apply_with_anomaly_checks(*node, std::move(in)) : node->apply(std::move(in));
         if (!keep_graph) node->release_variables();
       }
       const auto& edges = node->next_edges();

@@ -34,7 +34,12 @@ inline void check_version(const TensorImpl& t, uint32_t saved, const std::string
            "one of the variables needed for gradient computation has been modified by an inplace "
            "operation: [",
            dtype_name(t.dtype), " ", t.shape, "], which is saved by ", by, ", is at version ", now,
-           "; expected version ", saved, " instead.");
+           "; expected version ", saved, " instead. ",
+           is_anomaly_enabled()
+               ? "Hint: the forward call named below created the node that failed to compute its gradient. The "
+                 "variable in question was changed in there or anywhere later. Good luck!"
+               : "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+                 "dl::autograd::set_detect_anomaly(true).");
 }
 }  // namespace detail
 

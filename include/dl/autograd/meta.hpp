@@ -11,6 +11,7 @@
 
 #include "../error.hpp"
 #include "../shape.hpp"
+#include "anomaly.hpp"
 
 namespace dl {
 struct TensorImpl;
@@ -83,7 +84,10 @@ using GradHook = std::function<TensorImplPtr(const TensorImplPtr&)>;
 /// inputs (one per next edge). Subclasses are the backward rules of ops.
 class Node : public std::enable_shared_from_this<Node> {
  public:
-  Node() : sequence_nr_(next_sequence_nr()) {}
+  Node() : sequence_nr_(next_sequence_nr()) {
+    if (is_anomaly_enabled()) [[unlikely]]
+      forward_site_ = detail::call_site_slot();
+  }
   virtual ~Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -101,6 +105,8 @@ class Node : public std::enable_shared_from_this<Node> {
   const std::vector<OutputInfo>& outputs() const { return outputs_; }
   std::vector<OutputInfo>& mutable_outputs() { return outputs_; }
   uint64_t sequence_nr() const { return sequence_nr_; }
+  /// The user's call that created this node, recorded in anomaly mode (line() == 0 otherwise).
+  const std::source_location& forward_site() const { return forward_site_; }
 
   /// Hooks on output `output_nr`, run on its gradient before apply (tensor.register_hook).
   /// `last` hooks run after all others (retain_grad sees the gradient the other hooks produced).
@@ -117,6 +123,7 @@ class Node : public std::enable_shared_from_this<Node> {
   }
 
   uint64_t sequence_nr_;
+  std::source_location forward_site_;
   std::vector<Edge> next_edges_;
   std::vector<OutputInfo> outputs_;
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks_, last_hooks_;

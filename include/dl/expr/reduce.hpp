@@ -55,6 +55,14 @@ inline int64_t reduced_count(const Shape& s, uint32_t mask) {
 /// Runs reducer R over node n (of shape `shape`) and returns the result tensor.
 template <class R, class A, class N>
 Tensor<A> reduce_node(const N& n, const Shape& shape, uint32_t mask, bool keepdim) {
+  constexpr const char* name = std::is_same_v<R, expr::SumReducer<A>>    ? "aten::sum"
+                               : std::is_same_v<R, expr::ProdReducer<A>> ? "aten::prod"
+                               : std::is_same_v<R, expr::MaxReducer<A>>  ? "aten::amax"
+                               : std::is_same_v<R, expr::MinReducer<A>>  ? "aten::amin"
+                               : std::is_same_v<R, expr::AllReducer>     ? "aten::all"
+                               : std::is_same_v<R, expr::AnyReducer>     ? "aten::any"
+                                                                         : "dl::reduce";
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(name, shape);
   Shape keep = shape;
   for (int d = 0; d < keep.size(); ++d)
     if ((mask >> d) & 1) keep[d] = 1;

@@ -129,6 +129,7 @@ inline dl::detail::PoolParams pool_params(Size2 kernel, std::optional<Size2> str
 
 template <expression E, class Act, class T>
 Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias, Act act) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::linear", input, weight, bias);
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "linear: input and weight must have the same element type");
   const Tensor<T> x = detail::materialize(input);
   DL_CHECK(weight.dim() == 2, "linear: weight must be a matrix [out_features, in_features], got shape ", weight.shape());
@@ -176,6 +177,7 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
 template <expression E, class T>
 Tensor<T> conv2d(const E& input, const Tensor<T>& weight, const Tensor<T>& bias, Size2 stride, Size2 padding, Size2 dilation,
                  int64_t groups) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::conv2d", input, weight, bias);
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "conv2d: input and weight must have the same element type");
   const dl::detail::ConvParams p{stride, padding, dilation, groups};
   return detail::batched(detail::materialize(input), "conv2d", [&](const Tensor<T>& x) {
@@ -240,6 +242,7 @@ MaxResult<T> max_pool2d_with_indices(const E& input, Size2 kernel_size, std::opt
 template <expression E, class T>
 Tensor<T> max_pool2d(const E& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
                      bool ceil_mode) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::max_pool2d", input);
   if constexpr (detail::is_relu_of<std::remove_cvref_t<E>>) {
     // max commutes with relu (monotone): pooling first and applying relu to the pooled values
     // reads the input once, skips a full-size relu pass forward and backward, and gives the same
@@ -267,6 +270,7 @@ Tensor<T> max_pool2d_backward(const Tensor<T>& grad_output, const Tensor<int64_t
 template <expression E, class T>
 Tensor<T> avg_pool2d(const E& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
                      bool count_include_pad, int64_t divisor_override) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::avg_pool2d", input);
   auto p = detail::pool_params(kernel_size, stride, padding, 1, ceil_mode);
   p.count_include_pad = count_include_pad;
   DL_CHECK(divisor_override >= 0, "avg_pool2d: divisor must be not zero (got divisor_override=", divisor_override, ")");

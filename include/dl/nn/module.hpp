@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "../io/state_dict.hpp"
+#include "../profiler_hook.hpp"
 
 namespace dl::nn {
 
@@ -345,6 +346,7 @@ using module_result_t = std::conditional_t<expr::is_apply_v<std::remove_cvref_t<
 template <class M, class... Args>
 auto call_module(M& self, Args&&... args) -> module_result_t<decltype(self.forward(std::forward<Args>(args)...))> {
   using R = module_result_t<decltype(self.forward(std::forward<Args>(args)...))>;
+  const profiler::detail::RecordScope scope(profiler::detail::EventKind::module, [&] { return "nn.Module: " + self.type_name(); });
   if (!self.has_forward_hooks()) [[likely]]
     return R(self.forward(std::forward<Args>(args)...));
   return R(self.call_with_hooks_(self, std::forward<Args>(args)...));

@@ -534,6 +534,11 @@ template <class T, class Ep>
 void gemm(int64_t M, int64_t N, int64_t K, T alpha, MatrixRef<T> A, MatrixRef<T> B, T beta, T* C, int64_t ldc,
           const Ep& ep, int threads) {
   if (M <= 0 || N <= 0) return;
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("dl::gemm");
+  if (dl_profile_scope_) {
+    dl_profile_scope_.input(Shape{M, K});
+    dl_profile_scope_.input(Shape{K, N});
+  }
 #if DL_HAS_CBLAS
   bool ta = false, tb = false;
   int64_t lda = 0, ldb = 0;

@@ -217,6 +217,7 @@ void index_slices(const Tensor<T>& x, int d, const Tensor<int64_t>& idx, const T
 
 template <scalar_type T>
 Tensor<T> cat(const std::vector<Tensor<T>>& tensors, int64_t dim) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::cat", tensors);
   DL_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
   // 1-d empty tensors are skipped, as in PyTorch (legacy behaviour).
   std::vector<Tensor<T>> parts;

@@ -342,6 +342,7 @@ Tensor<expr::value_type_t<A>> bmm(const A& batch1, const B& batch2) {
 
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> matmul(const A& a_, const B& b_) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::matmul", a_, b_);
   detail::check_product_types<A, B>("matmul");
   const auto a = detail::materialize(a_);
   const auto b = detail::materialize(b_);

@@ -97,6 +97,7 @@ void Adagrad<T>::validate(const AdagradOptions& o) {
 
 template <scalar_type T>
 void Adagrad<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Adagrad.step");
   using Rule = detail::AdagradRule<T>;
   detail::adam_family_step<T, 1, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
@@ -119,6 +120,7 @@ void Adadelta<T>::validate(const AdadeltaOptions& o) {
 
 template <scalar_type T>
 void Adadelta<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Adadelta.step");
   using Rule = detail::AdadeltaRule<T>;
   detail::adam_family_step<T, 2, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },

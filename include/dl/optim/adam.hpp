@@ -143,6 +143,7 @@ void Adam<T>::validate(const AdamOptions& o) {
 
 template <scalar_type T>
 void Adam<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Adam.step");
   detail::adam_step<T, AdamOptions>(this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); }, false);
 }
 
@@ -153,6 +154,7 @@ void AdamW<T>::validate(const AdamWOptions& o) {
 
 template <scalar_type T>
 void AdamW<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#AdamW.step");
   detail::adam_step<T, AdamWOptions>(this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); }, true);
 }
 

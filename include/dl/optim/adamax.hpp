@@ -155,6 +155,7 @@ void Adamax<T>::validate(const AdamaxOptions& o) {
 
 template <scalar_type T>
 void Adamax<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Adamax.step");
   using Rule = detail::AdamaxRule<T>;
   detail::adam_family_step<T, 2, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
@@ -178,6 +179,7 @@ void NAdam<T>::validate(const NAdamOptions& o) {
 
 template <scalar_type T>
 void NAdam<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#NAdam.step");
   using Rule = detail::NAdamRule<T>;
   detail::adam_family_step<T, 2, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
@@ -208,6 +210,7 @@ void RAdam<T>::validate(const RAdamOptions& o) {
 
 template <scalar_type T>
 void RAdam<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#RAdam.step");
   using Rule = detail::RAdamRule<T>;
   detail::adam_family_step<T, 2, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },

@@ -60,6 +60,7 @@ void ASGD<T>::validate(const ASGDOptions& o) {
 
 template <scalar_type T>
 void ASGD<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#ASGD.step");
   using Rule = detail::ASGDRule<T>;
   detail::adam_family_step<T, 1, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },

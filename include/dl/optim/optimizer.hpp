@@ -312,6 +312,9 @@ void OptimizerBase<Derived, T, O, G, S>::set_momentum(size_t g, double m) {
 
 template <class Derived, scalar_type T, class O, class G, class S>
 void OptimizerBase<Derived, T, O, G, S>::zero_grad(bool set_to_none) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, [&] {
+    return "Optimizer.zero_grad#" + this->name() + ".zero_grad";
+  });
   for (auto& g : groups_)
     for (auto& p : g.params) {
       if (!p.grad().defined()) continue;

@@ -145,6 +145,7 @@ void RMSprop<T>::validate(const RMSpropOptions& o) {
 
 template <scalar_type T>
 void RMSprop<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#RMSprop.step");
   NoGradGuard no_grad;
   auto state_of = [this](const Tensor<T>& p) -> auto& { return this->state(p); };
   for (auto& group : this->param_groups()) {
@@ -166,6 +167,7 @@ void Rprop<T>::validate(const RpropOptions& o) {
 
 template <scalar_type T>
 void Rprop<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Rprop.step");
   using Rule = detail::RpropRule<T>;
   detail::adam_family_step<T, 2, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },

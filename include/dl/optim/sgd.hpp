@@ -62,6 +62,7 @@ void SGD<T>::validate(const SGDOptions& o) {
 
 template <scalar_type T>
 void SGD<T>::step() {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#SGD.step");
   NoGradGuard no_grad;
   for (auto& group : this->param_groups()) {
     const SGDOptions& o = group.options;

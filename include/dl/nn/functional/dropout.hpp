@@ -63,6 +63,7 @@ inline Shape feature_mask_shape(const Shape& s) {
 
 template <expression E, class T>
 Tensor<T> dropout(const E& input, double p, bool training, Generator* generator) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::dropout", input);
   detail::check_dropout_p(p);
   if (!training || p == 0) return dl::detail::materialize(input);
   return detail::apply_keep_mask<E, T>(input, expr::shape_of(expr::as_node(input)), p, generator);

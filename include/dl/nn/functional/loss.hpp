@@ -253,6 +253,7 @@ Tensor<T> broadcast_weight(const Tensor<T>& w, const Shape& shape, const char* w
 
 template <expression E, class T>
 Tensor<T> cross_entropy(const E& input, const Tensor<int64_t>& target, const CrossEntropyOptions<T>& options) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::cross_entropy_loss", input, target);
   static_assert(floating_scalar<T>, "cross_entropy needs floating logits; convert them with .to<float>() first");
   const Tensor<T> x = dl::detail::materialize(input);
   detail::check_reduction(options.reduction, "cross_entropy");
@@ -265,6 +266,7 @@ Tensor<T> cross_entropy(const E& input, const Tensor<int64_t>& target, const Cro
 
 template <expression E, class T>
 Tensor<T> cross_entropy(const E& input, const Tensor<expr::value_type_t<E>>& target, const CrossEntropyOptions<T>& options) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::cross_entropy_loss", input, target);
   static_assert(floating_scalar<T>, "cross_entropy needs floating logits; convert them with .to<float>() first");
   const Tensor<T> x = dl::detail::materialize(input);
   detail::check_reduction(options.reduction, "cross_entropy");

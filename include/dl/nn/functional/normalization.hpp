@@ -329,6 +329,7 @@ Tensor<T> group_norm_impl(const Tensor<T>& x, int64_t G, const Tensor<T>& weight
 template <expression E, class T>
 Tensor<T> batch_norm(const E& input, Tensor<T> running_mean, Tensor<T> running_var, Tensor<T> weight, Tensor<T> bias,
                      bool training, double momentum, double eps) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::batch_norm", input, weight, bias, running_mean, running_var);
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "batch_norm: input and parameters must have the same element type");
   static_assert(floating_scalar<T>, "batch_norm needs a floating input");
   const Shape shape = expr::shape_of(expr::as_node(input));
@@ -373,6 +374,7 @@ Tensor<T> batch_norm(const E& input, Tensor<T> running_mean, Tensor<T> running_v
 
 template <expression E, class T>
 Tensor<T> layer_norm(const E& input, Shape normalized_shape, Tensor<T> weight, Tensor<T> bias, double eps) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::layer_norm", input, weight, bias);
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "layer_norm: input and parameters must have the same element type");
   static_assert(floating_scalar<T>, "layer_norm needs a floating input");
   const Shape shape = expr::shape_of(expr::as_node(input));

@@ -25,11 +25,13 @@ Tensor<expr::value_type_t<E>> log_softmax(const E& input, int64_t dim);
 
 template <expression E>
 Tensor<expr::value_type_t<E>> softmax(const E& input, int64_t dim) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::softmax", input);
   return dl::detail::softmax_op<false>(input, dim, "softmax");
 }
 
 template <expression E>
 Tensor<expr::value_type_t<E>> log_softmax(const E& input, int64_t dim) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::log_softmax", input);
   return dl::detail::softmax_op<true>(input, dim, "log_softmax");
 }
 

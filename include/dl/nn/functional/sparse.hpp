@@ -71,6 +71,7 @@ void embedding_renorm(const Tensor<T>& weight, const Tensor<int64_t>& index, dou
 template <class T>
 Tensor<T> embedding(const Tensor<int64_t>& input, const Tensor<T>& weight, std::optional<int64_t> padding_idx,
                     std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
+  const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::embedding", weight, input);
   static_assert(floating_scalar<T>, "embedding: the weight must be a floating tensor");
   DL_CHECK(weight.dim() == 2, "'weight' must be 2-D (got weight of size ", weight.shape(), ")");
   const int64_t V = weight.size(0), D = weight.size(1);
