@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
-#include <dl/dl.hpp>
+#include <dl/nn.hpp>
+#include <dl/optim.hpp>
+#include <dl/profiler.hpp>
+#include <dl/tensor.hpp>
 
 #include "common.hpp"
 

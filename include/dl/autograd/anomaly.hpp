@@ -6,6 +6,12 @@
 //   dl::autograd::DetectAnomaly anomaly;      // or dl::autograd::set_detect_anomaly(true)
 //   dl::Tensor<float> y = dl::log(x);         // <- this line is named if LogBackward yields nan
 //   y.sum().backward();
+//
+// Where the site comes from: Tensor's constructor from an expression takes a defaulted
+// std::source_location, so every elementwise op a user assigns to a Tensor records the user's
+// line (calls dl makes to itself are recognised by their file and skipped). Nodes made by ops that
+// take no site (matmul, conv2d, reductions, module calls) record the enclosing user site when one
+// is active and otherwise say that no site was recorded.
 #pragma once
 
 #include <atomic>
