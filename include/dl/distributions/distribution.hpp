@@ -35,6 +35,14 @@ struct Param {
   Param(N v) : value(scalar_tensor<T>(T(v))) {}  // NOLINT
 };
 
+/// probs or logits, for the distributions that take either (exactly one must be defined):
+/// Bernoulli<float>({.logits = l}), Categorical<double>({.probs = p}).
+template <scalar_type T>
+struct ProbsOrLogits {
+  Tensor<T> probs;
+  Tensor<T> logits;
+};
+
 /// The interface every distribution implements. T is the parameter (floating) type, V the type of
 /// the values it describes (T, or int64_t for Categorical). Virtual at this run-time boundary so
 /// that Independent and kl_divergence work on any distribution.
@@ -76,7 +84,7 @@ class Distribution {
   Tensor<T> perplexity() const { return Tensor<T>(dl::exp(entropy())); }
   /// Moments and mode, of shape batch_shape + event_shape.
   virtual Tensor<T> mean() const;
-  virtual Tensor<T> mode() const;
+  virtual Tensor<V> mode() const;
   virtual Tensor<T> variance() const;
   virtual Tensor<T> stddev() const { return Tensor<T>(dl::sqrt(variance())); }
 
@@ -124,6 +132,12 @@ template <expr::expression E>
 auto clamp_probs(E&& p) {
   using T = expr::value_type_t<E>;
   return dl::clamp(std::forward<E>(p), T(eps_of<T>), T(1 - eps_of<T>));
+}
+/// The shape without its last n dims. @pre n <= s.size()
+inline Shape drop_last(const Shape& s, size_t n) {
+  Shape r;
+  for (size_t i = 0; i + n < s.size(); ++i) r.push_back(s[i]);
+  return r;
 }
 /// Shape concatenation.
 inline Shape cat_shapes(const Shape& a, const Shape& b) {
@@ -287,7 +301,7 @@ Tensor<T> Distribution<T, V>::mean() const {
   not_implemented("mean");
 }
 template <scalar_type T, scalar_type V>
-Tensor<T> Distribution<T, V>::mode() const {
+Tensor<V> Distribution<T, V>::mode() const {
   not_implemented("mode");
 }
 template <scalar_type T, scalar_type V>
