@@ -6,6 +6,7 @@
 
 #include "autograd/gradcheck.hpp"
 #include "data/data.hpp"
+#include "distributions.hpp"
 #include "deterministic.hpp"
 #include "io/serialize.hpp"
 #include "linalg.hpp"
