@@ -6,6 +6,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <numbers>
+#include <optional>
 #include <vector>
 
 #include "random.hpp"
@@ -13,6 +14,28 @@
 namespace dl {
 
 // ------------------------------------------------------------------------------ declarations
+
+/// Creation options as libtorch writes them: `dl::ones({2, 2}, dl::requires_grad())` or
+/// `dl::ones<double>({2, 2}, {.device = dev, .requires_grad = true})`. dl's tensors are typed, so
+/// the element type is the template argument; `dtype`, when given, must agree with it (a ported
+/// `{.dtype = dl::kFloat64}` on a float call fails loudly instead of silently making floats).
+struct TensorOptions {
+  std::optional<ScalarType> dtype = std::nullopt;
+  Device device = kCPU;
+  bool requires_grad = false;
+};
+/// Options with only requires_grad set (torch::requires_grad()).
+inline TensorOptions requires_grad(bool requires_grad = true) { return {.requires_grad = requires_grad}; }
+/// Options with only the dtype set (torch::dtype(torch::kFloat64)); it must match the element type.
+inline TensorOptions dtype(ScalarType dtype) { return {.dtype = dtype}; }
+/// Options with only the device set (torch::device(torch::kCUDA)).
+inline TensorOptions device(Device device) { return {.device = device}; }
+
+// libtorch's dtype constants.
+inline constexpr ScalarType kFloat32 = ScalarType::Float, kFloat = ScalarType::Float, kFloat64 = ScalarType::Double,
+                            kDouble = ScalarType::Double, kInt64 = ScalarType::Int64, kLong = ScalarType::Int64,
+                            kInt32 = ScalarType::Int32, kInt = ScalarType::Int32, kUInt8 = ScalarType::UInt8,
+                            kByte = ScalarType::UInt8, kBool = ScalarType::Bool;
 
 /// Uninitialised tensor.
 template <scalar_type T = float>
@@ -68,6 +91,28 @@ template <scalar_type T> Tensor<T> randn_like(const Tensor<T>& t, Generator* g =
 template <scalar_type T> Tensor<T> randint_like(const Tensor<T>& t, int64_t low, int64_t high, Generator* g = nullptr) {
   return randint<T>(low, high, t.shape(), g);
 }
+
+// The same with options (device, requires_grad; a dtype must match T). rand/randn: CPU only.
+template <scalar_type T = float>
+Tensor<T> empty(Shape shape, const TensorOptions& options);
+template <scalar_type T = float>
+Tensor<T> zeros(Shape shape, const TensorOptions& options);
+template <scalar_type T = float>
+Tensor<T> ones(Shape shape, const TensorOptions& options);
+template <class T = void, expr::number V>
+auto full(Shape shape, V value, const TensorOptions& options);
+template <scalar_type T = float>
+Tensor<T> eye(int64_t n, const TensorOptions& options);
+template <scalar_type T = float>
+Tensor<T> eye(int64_t n, int64_t m, const TensorOptions& options);
+template <scalar_type T = float>
+Tensor<T> rand(Shape shape, const TensorOptions& options);
+template <scalar_type T = float>
+Tensor<T> randn(Shape shape, const TensorOptions& options);
+template <scalar_type T>
+Tensor<T> tensor(std::initializer_list<T> values, const TensorOptions& options);
+template <scalar_type T>
+Tensor<T> tensor(std::initializer_list<std::initializer_list<T>> values, const TensorOptions& options);
 
 // Nested initializer lists, copied: dl::tensor<float>({{1, 2}, {3, 4}}).
 template <scalar_type T> Tensor<T> tensor(std::initializer_list<T> values);
@@ -271,6 +316,103 @@ Tensor<T> from_blob(T* data, Shape shape, Storage::Deleter deleter) {
   return from_blob(data, shape, contiguous_strides(shape), std::move(deleter));
 }
 
+// ---- options
+
+namespace detail {
+template <class T>
+constexpr const char* cpp_type_name() {
+  return std::is_same_v<T, float> ? "float" : std::is_same_v<T, double> ? "double" : std::is_same_v<T, int64_t> ? "int64_t"
+       : std::is_same_v<T, int32_t> ? "int32_t" : std::is_same_v<T, uint8_t> ? "uint8_t" : "bool";
+}
+template <class T>
+void check_options(const TensorOptions& o, const char* what, bool cpu_only = false) {
+  if (o.dtype && *o.dtype != dtype_of<T>) {
+    const char* want = "float";
+    switch (*o.dtype) {
+      case ScalarType::Bool: want = "bool"; break;
+      case ScalarType::UInt8: want = "uint8_t"; break;
+      case ScalarType::Int32: want = "int32_t"; break;
+      case ScalarType::Int64: want = "int64_t"; break;
+      case ScalarType::Float: want = "float"; break;
+      case ScalarType::Double: want = "double"; break;
+    }
+    throw Error(cat(what, ": the options ask for dtype ", dtype_name(*o.dtype), " but the tensor type is Tensor<",
+                    cpp_type_name<T>(), ">; dl's element type is a template argument: dl::", what, "<", want, ">(...)"));
+  }
+  if (cpu_only) check_cpu<T>(o.device, what);
+}
+/// t with the options' requires_grad applied.
+template <class T>
+Tensor<T> with_options(Tensor<T> t, const TensorOptions& o) {
+  if (o.requires_grad) t.requires_grad_();
+  return t;
+}
+}  // namespace detail
+
+template <scalar_type T>
+Tensor<T> empty(Shape shape, const TensorOptions& o) {
+  detail::check_options<T>(o, "empty");
+  return detail::with_options(empty<T>(shape, o.device), o);
+}
+template <scalar_type T>
+Tensor<T> zeros(Shape shape, const TensorOptions& o) {
+  detail::check_options<T>(o, "zeros");
+  return detail::with_options(zeros<T>(shape, o.device), o);
+}
+template <scalar_type T>
+Tensor<T> ones(Shape shape, const TensorOptions& o) {
+  detail::check_options<T>(o, "ones");
+  return detail::with_options(ones<T>(shape, o.device), o);
+}
+template <class T, expr::number V>
+auto full(Shape shape, V value, const TensorOptions& o) {
+  auto t = full<T>(shape, value, o.device);
+  detail::check_options<typename decltype(t)::value_type>(o, "full");
+  return detail::with_options(t, o);
+}
+template <scalar_type T>
+Tensor<T> eye(int64_t n, const TensorOptions& o) {
+  return eye<T>(n, n, o);
+}
+template <scalar_type T>
+Tensor<T> eye(int64_t n, int64_t m, const TensorOptions& o) {
+  detail::check_options<T>(o, "eye", true);
+  return detail::with_options(eye<T>(n, m), o);
+}
+template <scalar_type T>
+Tensor<T> rand(Shape shape, const TensorOptions& o) {
+  detail::check_options<T>(o, "rand", true);
+  return detail::with_options(rand<T>(shape), o);
+}
+template <scalar_type T>
+Tensor<T> randn(Shape shape, const TensorOptions& o) {
+  detail::check_options<T>(o, "randn", true);
+  return detail::with_options(randn<T>(shape), o);
+}
+
+// ---- Tensor::new_* (declared in dl/tensor.hpp)
+
+template <scalar_type T>
+template <scalar_type U>
+Tensor<U> Tensor<T>::new_empty(Shape shape) const {
+  return empty<U>(shape, device());
+}
+template <scalar_type T>
+template <scalar_type U>
+Tensor<U> Tensor<T>::new_zeros(Shape shape) const {
+  return zeros<U>(shape, device());
+}
+template <scalar_type T>
+template <scalar_type U>
+Tensor<U> Tensor<T>::new_ones(Shape shape) const {
+  return ones<U>(shape, device());
+}
+template <scalar_type T>
+template <scalar_type U, expr::number V>
+Tensor<U> Tensor<T>::new_full(Shape shape, V value) const {
+  return full<U>(shape, value, device());
+}
+
 namespace detail {
 // Shapes and flattening of nested initializer lists.
 template <class T>
@@ -312,6 +454,16 @@ Tensor<T> tensor(std::initializer_list<std::initializer_list<std::initializer_li
 template <scalar_type T>
 Tensor<T> tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v) {
   return detail::from_nested<T>(v);
+}
+template <scalar_type T>
+Tensor<T> tensor(std::initializer_list<T> v, const TensorOptions& o) {
+  detail::check_options<T>(o, "tensor", true);
+  return detail::with_options(detail::from_nested<T>(v), o);
+}
+template <scalar_type T>
+Tensor<T> tensor(std::initializer_list<std::initializer_list<T>> v, const TensorOptions& o) {
+  detail::check_options<T>(o, "tensor", true);
+  return detail::with_options(detail::from_nested<T>(v), o);
 }
 template <scalar_type T>
 Tensor<T> tensor(const std::vector<T>& v) {

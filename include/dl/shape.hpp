@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <ostream>
 #include <span>
 
@@ -13,6 +15,17 @@
 #include "error.hpp"
 
 namespace dl {
+
+namespace detail {
+/// Contiguous integers with data() and size(): std::vector<int64_t>, std::array<int, 2>, std::span...
+template <class R>
+concept integer_array = requires(const R& r) {
+  { std::size(r) } -> std::convertible_to<size_t>;
+  requires std::is_pointer_v<decltype(std::data(r))>;
+  requires std::is_integral_v<std::remove_cvref_t<decltype(*std::data(r))>>;
+  requires !std::is_same_v<std::remove_cvref_t<decltype(*std::data(r))>, bool>;
+};
+}  // namespace detail
 
 /// A list of up to kMaxDims int64 values: a shape, strides or a list of dims. Stored inline and
 /// trivially copyable, so building one never allocates.
@@ -24,7 +37,12 @@ class Dims {
 
   constexpr Dims() = default;
   constexpr Dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.end()); }
-  constexpr explicit Dims(std::span<const int64_t> values) { assign(values.begin(), values.end()); }
+  /// Any contiguous range of integers converts, as libtorch's IntArrayRef: a std::vector<int64_t>
+  /// (or <int>), std::array or std::span holding a shape or a list of dims passes wherever a
+  /// Shape/Dims is expected (x.reshape(v), x.sum(dims), dl::from_blob(p, v)).
+  template <class R>
+    requires(!std::same_as<R, Dims> && detail::integer_array<R>)
+  constexpr Dims(const R& values) { assign(std::data(values), std::data(values) + std::size(values)); }
   /// n copies of value.
   static constexpr Dims filled(int n, int64_t value) {
     Dims d;

@@ -106,6 +106,10 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   /// The single element of a one-element tensor.
   T item() const;
+  /// The single element converted to U, as libtorch's x.item<double>().
+  template <class U>
+    requires std::is_arithmetic_v<U>
+  U item() const { return static_cast<U>(item()); }
   /// Reference to one element, e.g. x.at(1, 2); indices may be negative.
   template <std::integral... I>
   T& at(I... idx) const;
@@ -122,6 +126,37 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   Tensor contiguous() const;
   /// Shares storage, drops autograd history.
   Tensor detach() const;
+  // Conversions by name (differentiable, a new tensor unless the type already matches). Python's
+  // x.float(), x.double(), x.long(), x.int(), x.bool() are C++ keywords, so dl spells them
+  // to_float() ... to_bool(): PyTorch reserves a trailing underscore for in-place ops, and these
+  // are not in place. float_(), double_(), long_(), int_(), bool_() are the same functions under
+  // the keyword-escaped names a porter types first.
+  Tensor<float> to_float() const;
+  Tensor<double> to_double() const;
+  Tensor<int64_t> to_long() const;
+  Tensor<int32_t> to_int() const;
+  Tensor<bool> to_bool() const;
+  Tensor<uint8_t> byte() const;
+  Tensor<float> float_() const;
+  Tensor<double> double_() const;
+  Tensor<int64_t> long_() const;
+  Tensor<int32_t> int_() const;
+  Tensor<bool> bool_() const;
+  /// This tensor with other's element type and device (torch.Tensor.type_as).
+  template <scalar_type U>
+  Tensor<U> type_as(const Tensor<U>& other) const;
+  /// PyTorch's legacy type text: "torch.FloatTensor", "torch.LongTensor", "torch.cuda.FloatTensor".
+  std::string type_name() const;
+  /// New tensors with this tensor's device and (unless U is given) element type; they never
+  /// require grad (torch.Tensor.new_zeros etc.).
+  template <scalar_type U = T>
+  Tensor<U> new_empty(Shape shape) const;
+  template <scalar_type U = T>
+  Tensor<U> new_zeros(Shape shape) const;
+  template <scalar_type U = T>
+  Tensor<U> new_ones(Shape shape) const;
+  template <scalar_type U = T, expr::number V = T>
+  Tensor<U> new_full(Shape shape, V value) const;
 
   // ------------------------------------------------------------------------------ views
   // All share storage with this tensor (writes through a view are seen here).
@@ -149,6 +184,34 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   std::vector<Tensor> split(std::vector<int64_t> sizes, int64_t dim = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
   std::vector<Tensor> unbind(int64_t dim = 0) const;
+
+  // ------------------------------------------------------------------------------ in-place views
+  // Change this tensor's shape and strides (every handle to it sees the change), bump the version
+  // counter and, under autograd, make the view op its new history (PyTorch's TBackward1 etc.); a
+  // leaf that requires grad is refused, as in PyTorch.
+  Tensor& t_();
+  Tensor& transpose_(int64_t dim0, int64_t dim1);
+  Tensor& squeeze_();
+  Tensor& squeeze_(int64_t dim);
+  Tensor& unsqueeze_(int64_t dim);
+
+  // ------------------------------------------------------------------------------ indexing
+  // The functions of <dl/ops/indexing.hpp> (included by <dl/dl.hpp>) as members, as torch.Tensor's.
+  Tensor gather(int64_t dim, const Tensor<int64_t>& index) const;
+  Tensor scatter(int64_t dim, const Tensor<int64_t>& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor<int64_t>& index, T value) const;
+  Tensor scatter_add(int64_t dim, const Tensor<int64_t>& index, const Tensor& src) const;
+  Tensor index_select(int64_t dim, const Tensor<int64_t>& index) const;
+  Tensor index_add(int64_t dim, const Tensor<int64_t>& index, const Tensor& source, T alpha = T(1)) const;
+  Tensor index_copy(int64_t dim, const Tensor<int64_t>& index, const Tensor& source) const;
+  Tensor index_fill(int64_t dim, const Tensor<int64_t>& index, T value) const;
+  Tensor repeat(Dims repeats) const;
+  Tensor& scatter_(int64_t dim, const Tensor<int64_t>& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor<int64_t>& index, T value);
+  Tensor& scatter_add_(int64_t dim, const Tensor<int64_t>& index, const Tensor& src);
+  Tensor& index_add_(int64_t dim, const Tensor<int64_t>& index, const Tensor& source, T alpha = T(1));
+  Tensor& index_copy_(int64_t dim, const Tensor<int64_t>& index, const Tensor& source);
+  Tensor& index_fill_(int64_t dim, const Tensor<int64_t>& index, T value);
 
   // ------------------------------------------------------------------------------ in place
   // Each evaluates into this tensor's memory (any strides) and bumps the version counter.

@@ -436,6 +436,35 @@ Tensor<T> Tensor<T>::contiguous() const {
   return is_contiguous() ? *this : clone();
 }
 
+template <scalar_type T> Tensor<float> Tensor<T>::to_float() const { return to<float>(); }
+template <scalar_type T> Tensor<double> Tensor<T>::to_double() const { return to<double>(); }
+template <scalar_type T> Tensor<int64_t> Tensor<T>::to_long() const { return to<int64_t>(); }
+template <scalar_type T> Tensor<int32_t> Tensor<T>::to_int() const { return to<int32_t>(); }
+template <scalar_type T> Tensor<bool> Tensor<T>::to_bool() const { return to<bool>(); }
+template <scalar_type T> Tensor<uint8_t> Tensor<T>::byte() const { return to<uint8_t>(); }
+template <scalar_type T> Tensor<float> Tensor<T>::float_() const { return to<float>(); }
+template <scalar_type T> Tensor<double> Tensor<T>::double_() const { return to<double>(); }
+template <scalar_type T> Tensor<int64_t> Tensor<T>::long_() const { return to<int64_t>(); }
+template <scalar_type T> Tensor<int32_t> Tensor<T>::int_() const { return to<int32_t>(); }
+template <scalar_type T> Tensor<bool> Tensor<T>::bool_() const { return to<bool>(); }
+
+template <scalar_type T>
+template <scalar_type U>
+Tensor<U> Tensor<T>::type_as(const Tensor<U>& other) const {
+  return to<U>().to(other.device());
+}
+
+template <scalar_type T>
+std::string Tensor<T>::type_name() const {
+  constexpr const char* name = std::is_same_v<T, float>     ? "FloatTensor"
+                               : std::is_same_v<T, double>  ? "DoubleTensor"
+                               : std::is_same_v<T, int64_t> ? "LongTensor"
+                               : std::is_same_v<T, int32_t> ? "IntTensor"
+                               : std::is_same_v<T, uint8_t> ? "ByteTensor"
+                                                            : "BoolTensor";
+  return std::string(device().is_cuda() ? "torch.cuda." : "torch.") + name;
+}
+
 template <scalar_type T>
 Tensor<T> Tensor<T>::detach() const {
   auto v = detail::view_impl(impl_, impl_->shape, impl_->strides, impl_->offset);
@@ -585,6 +614,48 @@ Tensor<T> Tensor<T>::unsqueeze(int64_t dim) const {
   st.insert(d, stride);
   const Shape in = shape();
   return detail::make_view(*this, s, st, storage_offset(), [&] { return std::make_shared<detail::ReshapeBackward<T>>("UnsqueezeBackward", in); });
+}
+
+// ------------------------------------------------------------------------------ in-place views
+
+namespace detail {
+template <class T>
+void check_inplace_allowed(const Tensor<T>& self, const char* what);  // dl/inplace.hpp
+
+/// Gives self the geometry of v (a view of self made by the out-of-place op) and v's history.
+template <class T>
+Tensor<T>& become_view(Tensor<T>& self, const Tensor<T>& v, const char* what) {
+  check_inplace_allowed(self, what);
+  TensorImpl& impl = *self.impl();
+  impl.shape = v.shape();
+  impl.strides = v.strides();
+  impl.offset = v.storage_offset();
+  self.bump_version();
+  // After the bump, so that a view's history is not re-derived from its base at once.
+  if (v.impl()->autograd && v.impl()->autograd->grad_fn) autograd::set_history(self, v.impl()->autograd->grad_fn);
+  return self;
+}
+}  // namespace detail
+
+template <scalar_type T>
+Tensor<T>& Tensor<T>::t_() {
+  return detail::become_view(*this, t(), "t_");
+}
+template <scalar_type T>
+Tensor<T>& Tensor<T>::transpose_(int64_t dim0, int64_t dim1) {
+  return detail::become_view(*this, transpose(dim0, dim1), "transpose_");
+}
+template <scalar_type T>
+Tensor<T>& Tensor<T>::squeeze_() {
+  return detail::become_view(*this, squeeze(), "squeeze_");
+}
+template <scalar_type T>
+Tensor<T>& Tensor<T>::squeeze_(int64_t dim) {
+  return detail::become_view(*this, squeeze(dim), "squeeze_");
+}
+template <scalar_type T>
+Tensor<T>& Tensor<T>::unsqueeze_(int64_t dim) {
+  return detail::become_view(*this, unsqueeze(dim), "unsqueeze_");
 }
 
 template <scalar_type T>

@@ -47,6 +47,10 @@ struct ExprBase {
   DL_UNARY_MEMBER(square)
   DL_UNARY_MEMBER(logical_not)
   DL_UNARY_MEMBER(isnan)
+  DL_UNARY_MEMBER(isinf)
+  DL_UNARY_MEMBER(isposinf)
+  DL_UNARY_MEMBER(isneginf)
+  DL_UNARY_MEMBER(isfinite)
 #undef DL_UNARY_MEMBER
 
 #define DL_BINARY_MEMBER(fn)                    \
@@ -79,6 +83,21 @@ struct ExprBase {
   auto clamp_min(L lo) const { return expr::clamp_min(self(), lo); }
   template <number H>
   auto clamp_max(H hi) const { return expr::clamp_max(self(), hi); }
+  /// Tensor (or expression) bounds, broadcasting; see dl::clamp.
+  template <operand L, operand H>
+    requires(expression<L> || expression<H>)
+  auto clamp(L&& lo, H&& hi) const { return expr::clamp(self(), std::forward<L>(lo), std::forward<H>(hi)); }
+  template <operand L>
+  auto clamp(L&& lo, std::nullopt_t) const { return expr::clamp_min(self(), std::forward<L>(lo)); }
+  template <operand H>
+  auto clamp(std::nullopt_t, H&& hi) const { return expr::clamp_max(self(), std::forward<H>(hi)); }
+  template <expression L>
+  auto clamp_min(L&& lo) const { return expr::clamp_min(self(), std::forward<L>(lo)); }
+  template <expression H>
+  auto clamp_max(H&& hi) const { return expr::clamp_max(self(), std::forward<H>(hi)); }
+  auto nan_to_num(double nan = 0.0, std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt) const {
+    return expr::nan_to_num(self(), nan, posinf, neginf);
+  }
   template <expression M, number V>
   auto masked_fill(M&& mask, V value) const { return expr::masked_fill(self(), std::forward<M>(mask), value); }
   template <operand B, operand W>
@@ -115,6 +134,20 @@ struct ExprBase {
   auto norm(double p = 2) const { return dl::norm(self(), p); }
   auto norm(double p, Dims dims, bool keepdim = false) const { return dl::norm(self(), p, dims, keepdim); }
   auto logsumexp(Dims dims, bool keepdim = false) const { return dl::logsumexp(self(), dims, keepdim); }
+  // One int dim, as libtorch's x.amax(1, true), x.var(1, true, false) (dim, unbiased, keepdim),
+  // x.norm(2.0, 1, false). Templates, so that a braced list still means Dims.
+  template <single_dim I>
+  auto amax(I dim, bool keepdim = false) const { return dl::amax(self(), dim, keepdim); }
+  template <single_dim I>
+  auto amin(I dim, bool keepdim = false) const { return dl::amin(self(), dim, keepdim); }
+  template <single_dim I>
+  auto var(I dim, bool unbiased = true, bool keepdim = false) const { return dl::var(self(), dim, unbiased, keepdim); }
+  template <single_dim I>
+  auto std(I dim, bool unbiased = true, bool keepdim = false) const { return dl::std(self(), dim, unbiased, keepdim); }
+  template <single_dim I>
+  auto norm(double p, I dim, bool keepdim = false) const { return dl::norm(self(), p, dim, keepdim); }
+  template <single_dim I>
+  auto logsumexp(I dim, bool keepdim = false) const { return dl::logsumexp(self(), dim, keepdim); }
   auto all() const { return dl::all(self()); }
   auto all(int64_t dim, bool keepdim = false) const { return dl::all(self(), dim, keepdim); }
   auto any() const { return dl::any(self()); }
@@ -129,8 +162,48 @@ struct ExprBase {
   auto mm(const B& b) const { return dl::mm(self(), b); }
 
   // -------------------------------------------------------------------- expression helpers
+  // Queries that need no evaluation (Tensor has its own). An expression is unevaluated: `auto y =
+  // x + 2` computes nothing until it is assigned to a dl::Tensor.
   /// Broadcast shape of the expression (throws on mismatched operands).
   Shape shape() const { return shape_of(as_node(self())); }
+  Shape sizes() const { return shape(); }
+  int64_t size(int64_t dim) const {
+    const Shape s = shape();
+    return s[wrap_dim(dim, s.size(), "size")];
+  }
+  int dim() const { return shape().size(); }
+  int64_t numel() const { return dl::numel(shape()); }
+  ScalarType dtype() const { return dtype_of<value_type_t<Derived>>; }
+  /// The device of the tensor operands (CPU when there are none).
+  Device device() const {
+    Device d = kCPU;
+    bool first = true;
+    for_each_leaf(as_node(self()), [&](const auto& t) {
+      if (first) d = t.device();
+      first = false;
+    });
+    return d;
+  }
+  /// Whether the result will require grad: grad mode is on and a floating operand requires grad.
+  bool requires_grad() const {
+    if (!floating_scalar<value_type_t<Derived>> || !is_grad_enabled()) return false;
+    bool any = false;
+    for_each_leaf(as_node(self()), [&](const auto& t) { any = any || t.requires_grad(); });
+    return any;
+  }
+  // What needs a recorded result fails to compile on an expression, saying what to do.
+  template <class D = Derived>
+  void grad_fn() const {
+    static_assert(is_tensor_v<D>, "grad_fn(): this is an unevaluated expression (`auto y = x + 2` computes nothing); assign it to a dl::Tensor first: `dl::Tensor<float> y = x + 2;`");
+  }
+  template <class... A>
+  void backward(const A&...) const {
+    static_assert(is_tensor_v<Derived> && sizeof...(A) < 0, "backward(): this is an unevaluated expression (`auto y = x + 2` computes nothing); assign it to a dl::Tensor first: `dl::Tensor<float> y = x + 2;`");
+  }
+  template <class D = Derived>
+  void retain_grad() const {
+    static_assert(is_tensor_v<D>, "retain_grad(): this is an unevaluated expression (`auto y = x + 2` computes nothing); assign it to a dl::Tensor first: `dl::Tensor<float> y = x + 2;`");
+  }
   /// Materialises the expression into a tensor.
   auto eval() const { return tensor_t<Derived>(self()); }
 };

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <concepts>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -274,6 +275,10 @@ DL_UNARY_FUNCTION(relu, Relu)
 DL_UNARY_FUNCTION(square, Square)
 DL_UNARY_FUNCTION(logical_not, LogicalNot)
 DL_UNARY_FUNCTION(isnan, IsNan)
+DL_UNARY_FUNCTION(isinf, IsInf)
+DL_UNARY_FUNCTION(isposinf, IsPosInf)
+DL_UNARY_FUNCTION(isneginf, IsNegInf)
+DL_UNARY_FUNCTION(isfinite, IsFinite)
 #undef DL_UNARY_FUNCTION
 
 #define DL_BINARY_FUNCTION(fn, Op)                                                  \
@@ -336,6 +341,46 @@ auto clamp_max(E&& x, H hi) {
   return apply(Clamp<T>{lo, T(hi)}, std::forward<E>(x));
 }
 
+/// clamp with tensor (or expression) bounds, broadcasting; a number may stand for one bound. Both
+/// x and the tensor bounds get gradients (see ClampTensor for the rule).
+template <expression E, operand L, operand H>
+  requires(expression<L> || expression<H>)
+auto clamp(E&& x, L&& lo, H&& hi) {
+  return nary(ClampTensor{}, std::forward<E>(x), std::forward<L>(lo), std::forward<H>(hi));
+}
+template <expression E, expression L>
+auto clamp_min(E&& x, L&& lo) {
+  return apply(ClampMinTensor{}, std::forward<E>(x), std::forward<L>(lo));
+}
+template <expression E, expression H>
+auto clamp_max(E&& x, H&& hi) {
+  return apply(ClampMaxTensor{}, std::forward<E>(x), std::forward<H>(hi));
+}
+/// One bound only, as torch.clamp(x, min=lo) / torch.clamp(x, max=hi): dl::clamp(x, lo, std::nullopt).
+template <expression E, operand L>
+auto clamp(E&& x, L&& lo, std::nullopt_t) {
+  return clamp_min(std::forward<E>(x), std::forward<L>(lo));
+}
+template <expression E, operand H>
+auto clamp(E&& x, std::nullopt_t, H&& hi) {
+  return clamp_max(std::forward<E>(x), std::forward<H>(hi));
+}
+
+/// nan_to_num(x, nan, posinf, neginf): NaN -> nan (0 by default), +inf -> posinf and -inf ->
+/// neginf (by default the largest and lowest finite values of the element type). Integral inputs
+/// come back unchanged (as a copy).
+template <expression E>
+auto nan_to_num(E&& x, double nan = 0.0, std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt) {
+  using T = value_type_t<E>;
+  if constexpr (floating_scalar<T>) {
+    return apply(NanToNum<T>{T(nan), posinf ? T(*posinf) : std::numeric_limits<T>::max(),
+                             neginf ? T(*neginf) : std::numeric_limits<T>::lowest()},
+                 std::forward<E>(x));
+  } else {
+    return apply(Copy{}, std::forward<E>(x));
+  }
+}
+
 /// where(cond, a, b): elementwise choice; a and b may be numbers.
 template <expression C, operand A, operand B>
 auto where(C&& cond, A&& a, B&& b) {
@@ -368,7 +413,8 @@ auto cast(E&& e) {
 // Tensor arguments (namespace dl) and for nodes (namespace dl::expr).
 using expr::abs, expr::acos, expr::add, expr::asin, expr::atan, expr::ceil, expr::clamp,
     expr::clamp_max, expr::clamp_min, expr::cos, expr::cosh, expr::div, expr::eq, expr::erf,
-    expr::exp, expr::expm1, expr::floor, expr::ge, expr::gt, expr::isnan, expr::le, expr::lerp,
+    expr::exp, expr::expm1, expr::floor, expr::ge, expr::gt, expr::isnan, expr::isinf, expr::isposinf,
+    expr::isneginf, expr::isfinite, expr::nan_to_num, expr::le, expr::lerp,
     expr::log, expr::log10, expr::log1p, expr::log2, expr::logical_and, expr::logical_not,
     expr::logical_or, expr::logical_xor, expr::lt, expr::masked_fill, expr::maximum, expr::minimum,
     expr::mul, expr::ne, expr::neg, expr::pow, expr::reciprocal, expr::relu, expr::remainder,

@@ -406,8 +406,60 @@ struct IsNan {
   using input = A;
   template <size_t I>
   static constexpr bool differentiable = false;
+  // Not `x != x`: xsimd 8's SIMD != is an ordered compare (_CMP_NEQ_OQ), false for NaN.
   template <class X>
-  DL_HD auto operator()(const X& x) const { return x != x; }
+  DL_HD auto operator()(const X& x) const { return !(x == x); }
+};
+
+/// Floating-point classification (isinf, isposinf, isneginf, isfinite): bool result, no gradient.
+/// Integral inputs are always finite.
+#define DL_CLASSIFY(Name, floating, integral)                                           \
+  struct Name {                                                                         \
+    static constexpr std::string_view name = #Name;                                     \
+    template <class A>                                                                  \
+    using result = bool;                                                                \
+    template <size_t I, class A>                                                        \
+    using input = A;                                                                    \
+    template <size_t I>                                                                 \
+    static constexpr bool differentiable = false;                                       \
+    template <class X>                                                                  \
+    DL_HD auto operator()(const X& x) const {                                           \
+      using S = scalar_of_t<X>;                                                         \
+      constexpr S inf = std::numeric_limits<S>::infinity();                             \
+      (void)inf;                                                                        \
+      if constexpr (std::is_floating_point_v<S>) return floating;                       \
+      else return integral;                                                             \
+    }                                                                                   \
+  };
+DL_CLASSIFY(IsInf, (x == inf) | (x == -inf), !(x == x))
+DL_CLASSIFY(IsPosInf, x == inf, !(x == x))
+DL_CLASSIFY(IsNegInf, x == -inf, !(x == x))
+DL_CLASSIFY(IsFinite, (x - x) == S(0), x == x)  // x - x is NaN exactly for NaN and +-inf
+#undef DL_CLASSIFY
+
+/// nan_to_num: NaN, +inf and -inf replaced by the given values; the gradient passes where the input
+/// was finite and is zero elsewhere (PyTorch's rule).
+template <class T>
+struct NanToNum {  // an aggregate, as Clamp: NanToNum<T>{nan, posinf, neginf}
+  T nan, posinf, neginf;
+  template <class A>
+  using result = A;
+  template <size_t I, class A>
+  using input = A;
+  template <size_t I>
+  static constexpr bool differentiable = true;
+  static constexpr std::string_view name = "NanToNum";
+  template <class X>
+  DL_HD X operator()(const X& x) const {
+    using S = scalar_of_t<X>;
+    constexpr S inf = std::numeric_limits<S>::infinity();
+    return select(!(x == x), X(S(nan)), select(x == inf, X(S(posinf)), select(x == -inf, X(S(neginf)), x)));
+  }
+  template <size_t I, class X, class O, class G>
+  DL_HD auto d(const X& x, const O&, const G& g) const {
+    using S = scalar_of_t<X>;
+    return select((x - x) == S(0), g, zero_like(g));
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -540,6 +592,29 @@ struct Minimum : ArithBinary {
   }
 };
 
+/// clamp_min / clamp_max with a tensor bound: max(x, lo) / min(x, hi), NaN propagating from either
+/// operand. Gradients as PyTorch's: x where x >= lo (x <= hi), the bound where x < lo (x > hi).
+struct ClampMinTensor : ArithBinary {
+  static constexpr std::string_view name = "ClampMin";
+  template <class X>
+  DL_HD X operator()(const X& x, const X& lo) const { return Maximum{}(x, lo); }
+  template <size_t I, class A, class B, class O, class G>
+  DL_HD auto d(const A& x, const B& lo, const O&, const G& g) const {
+    if constexpr (I == 0) return select(x >= lo, g, zero_like(g));
+    else return select(x < lo, g, zero_like(g));
+  }
+};
+struct ClampMaxTensor : ArithBinary {
+  static constexpr std::string_view name = "ClampMax";
+  template <class X>
+  DL_HD X operator()(const X& x, const X& hi) const { return Minimum{}(x, hi); }
+  template <size_t I, class A, class B, class O, class G>
+  DL_HD auto d(const A& x, const B& hi, const O&, const G& g) const {
+    if constexpr (I == 0) return select(x <= hi, g, zero_like(g));
+    else return select(x > hi, g, zero_like(g));
+  }
+};
+
 #define DL_COMPARE(Name, op)                                                            \
   struct Name : CompareBinary {                                                         \
     static constexpr std::string_view name = #Name;                                     \
@@ -584,6 +659,27 @@ struct Where {
   DL_HD auto d(const C& c, const A&, const B&, const O&, const G& g) const {
     if constexpr (I == 1) return select(c, g, zero_like(g));
     else return select(c, zero_like(g), g);
+  }
+};
+
+/// clamp(x, lo, hi) with tensor bounds: min(max(x, lo), hi) (hi wins where lo > hi), NaN
+/// propagating. Gradients as PyTorch's clamp_backward_min_max: x where lo <= x <= hi, lo where
+/// x < lo < hi, hi where x > hi or hi < lo.
+struct ClampTensor {
+  static constexpr std::string_view name = "Clamp";
+  template <class A, class L, class H>
+  using result = promote_t<promote_t<A, L>, H>;
+  template <size_t I, class A, class L, class H>
+  using input = result<A, L, H>;
+  template <size_t I>
+  static constexpr bool differentiable = true;
+  template <class X>
+  DL_HD X operator()(const X& x, const X& lo, const X& hi) const { return Minimum{}(Maximum{}(x, lo), hi); }
+  template <size_t I, class A, class L, class H, class O, class G>
+  DL_HD auto d(const A& x, const L& lo, const H& hi, const O&, const G& g) const {
+    if constexpr (I == 0) return select((x >= lo) & (x <= hi), g, zero_like(g));
+    else if constexpr (I == 1) return select((x < lo) & (lo < hi), g, zero_like(g));
+    else return select((x > hi) | (hi < lo), g, zero_like(g));
   }
 };
 

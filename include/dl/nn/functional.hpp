@@ -42,11 +42,11 @@ Tensor<T> conv_transpose2d(const E& input, const Tensor<T>& weight, const Tensor
 
 /// 2-d max pooling over [N, C, H, W] (or [C, H, W]); stride defaults to the kernel size.
 template <expression E, class T = expr::value_type_t<E>>
-Tensor<T> max_pool2d(const E& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
+Tensor<T> max_pool2d(const E& input, Size2 kernel_size, OptionalSize2 stride = std::nullopt, Size2 padding = 0,
                      Size2 dilation = 1, bool ceil_mode = false);
 /// max_pool2d with return_indices: {values, indices}, indices flat in each H x W plane.
 template <expression E, class T = expr::value_type_t<E>>
-MaxResult<T> max_pool2d_with_indices(const E& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
+MaxResult<T> max_pool2d_with_indices(const E& input, Size2 kernel_size, OptionalSize2 stride = std::nullopt,
                                      Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
 /// The input gradient of max pooling from its indices (what max_pool2d's backward computes).
 template <class T>
@@ -54,7 +54,7 @@ Tensor<T> max_pool2d_backward(const Tensor<T>& grad_output, const Tensor<int64_t
 
 /// 2-d average pooling; divisor_override > 0 replaces the window size as divisor.
 template <expression E, class T = expr::value_type_t<E>>
-Tensor<T> avg_pool2d(const E& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
+Tensor<T> avg_pool2d(const E& input, Size2 kernel_size, OptionalSize2 stride = std::nullopt, Size2 padding = 0,
                      bool ceil_mode = false, bool count_include_pad = true, int64_t divisor_override = 0);
 
 /// Average pooling to a fixed output size [.., OH, OW] (windows cover the input evenly).
@@ -231,7 +231,7 @@ Tensor<T> conv_transpose2d(const E& input, const Tensor<T>& weight, const Tensor
 }
 
 template <expression E, class T>
-MaxResult<T> max_pool2d_with_indices(const E& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
+MaxResult<T> max_pool2d_with_indices(const E& input, Size2 kernel_size, OptionalSize2 stride, Size2 padding,
                                      Size2 dilation, bool ceil_mode) {
   const auto p = detail::pool_params(kernel_size, stride, padding, dilation, ceil_mode);
   return detail::batched(detail::materialize(input), "max_pool2d", [&](const Tensor<T>& x) {
@@ -240,7 +240,7 @@ MaxResult<T> max_pool2d_with_indices(const E& input, Size2 kernel_size, std::opt
 }
 
 template <expression E, class T>
-Tensor<T> max_pool2d(const E& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
+Tensor<T> max_pool2d(const E& input, Size2 kernel_size, OptionalSize2 stride, Size2 padding, Size2 dilation,
                      bool ceil_mode) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::max_pool2d", input);
   if constexpr (detail::is_relu_of<std::remove_cvref_t<E>>) {
@@ -268,7 +268,7 @@ Tensor<T> max_pool2d_backward(const Tensor<T>& grad_output, const Tensor<int64_t
 }
 
 template <expression E, class T>
-Tensor<T> avg_pool2d(const E& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
+Tensor<T> avg_pool2d(const E& input, Size2 kernel_size, OptionalSize2 stride, Size2 padding, bool ceil_mode,
                      bool count_include_pad, int64_t divisor_override) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::avg_pool2d", input);
   auto p = detail::pool_params(kernel_size, stride, padding, 1, ceil_mode);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "../tensor.hpp"
@@ -21,6 +22,16 @@ struct Size2 {
   constexpr Size2(int64_t v) : h(v), w(v) {}  // NOLINT: implicit on purpose
   constexpr Size2(int64_t h_, int64_t w_) : h(h_), w(w_) {}
   friend constexpr bool operator==(const Size2&, const Size2&) = default;
+};
+
+/// An optional Size2 that also takes a braced pair, as libtorch's optional strides:
+/// F::max_pool2d(x, {2, 2}, {2, 2}). (A std::optional<Size2> parameter rejects `{2, 2}`: a braced
+/// list initialises the optional with two constructor arguments, and optional has no such
+/// constructor.)
+struct OptionalSize2 : std::optional<Size2> {
+  using std::optional<Size2>::optional;
+  constexpr OptionalSize2(std::optional<Size2> v) : std::optional<Size2>(v) {}  // NOLINT: implicit
+  constexpr OptionalSize2(int64_t h, int64_t w) : std::optional<Size2>(Size2(h, w)) {}
 };
 
 namespace detail {

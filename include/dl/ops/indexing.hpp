@@ -5,6 +5,7 @@
 // history stays exact.
 #pragma once
 
+#include <initializer_list>
 #include <vector>
 
 #include "../tensor.hpp"
@@ -20,6 +21,12 @@ Tensor<T> cat(const std::vector<Tensor<T>>& tensors, int64_t dim = 0);
 /// Stacks equally shaped tensors along a new dim.
 template <scalar_type T>
 Tensor<T> stack(const std::vector<Tensor<T>>& tensors, int64_t dim = 0);
+/// Braced lists, as libtorch: dl::cat({a, b}, 1), dl::stack({a, b}) (a vector parameter cannot
+/// deduce T from a braced list).
+template <scalar_type T>
+Tensor<T> cat(std::initializer_list<Tensor<T>> tensors, int64_t dim = 0) { return cat(std::vector<Tensor<T>>(tensors), dim); }
+template <scalar_type T>
+Tensor<T> stack(std::initializer_list<Tensor<T>> tensors, int64_t dim = 0) { return stack(std::vector<Tensor<T>>(tensors), dim); }
 /// Tiles the tensor: out.size(d) = repeats[d] * size(d) (leading repeats add dims).
 template <scalar_type T>
 Tensor<T> repeat(const Tensor<T>& x, Dims repeats);
@@ -192,6 +199,20 @@ Tensor<T> scattered(const Tensor<T>& x, int d, const Tensor<int64_t>& index, con
   return out;
 }
 
+/// The gradient of a scatter's src: g read through index (index's shape), placed in the leading
+/// corner of zeros of src's shape when index is smaller than src (the rest of src was never
+/// read). Differentiable: the corner is written through a view, which records CopySlices.
+template <class T>
+Tensor<T> src_grad(const Tensor<T>& g, int d, const Tensor<int64_t>& index, const Shape& src_shape) {
+  Tensor<T> read = gather(g, d, index);
+  if (read.shape() == src_shape) return read;
+  Tensor<T> out = zeros<T>(src_shape);
+  Tensor<T> corner = out;
+  for (int a = 0; a < read.dim(); ++a) corner = corner.narrow(a, 0, read.shape()[a]);
+  corner.copy_(read);
+  return out;
+}
+
 template <class T>
 Tensor<int64_t> slice_index_check(const Tensor<int64_t>& index, int64_t size, int d, const char* what) {
   DL_CHECK(index.dim() <= 1, what, "(): Index is supposed to be a vector (got shape ", index.shape(), ")");
@@ -327,8 +348,9 @@ Tensor<T> scatter(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index,
   const int d = wrap_dim(dim, x.dim(), "scatter");
   const Tensor<T> out = detail::scattered(x, d, index, &src, T(0), detail::AssignOp{}, "scatter");
   const Tensor<int64_t> idx = index.contiguous();
-  return detail::with_grad(out, "ScatterBackward", [d, idx](const Tensor<T>& g) {
-    return std::vector<TensorImplPtr>{scatter(g, d, idx, T(0)).impl(), gather(g, d, idx).impl()};
+  const Shape src_shape = src.shape();
+  return detail::with_grad(out, "ScatterBackward", [d, idx, src_shape](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{scatter(g, d, idx, T(0)).impl(), detail::src_grad(g, d, idx, src_shape).impl()};
   }, {idx.impl()}, x, src);
 }
 
@@ -347,8 +369,9 @@ Tensor<T> scatter_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& in
   const int d = wrap_dim(dim, x.dim(), "scatter_add");
   const Tensor<T> out = detail::scattered(x, d, index, &src, T(0), detail::AddOp{}, "scatter_add");
   const Tensor<int64_t> idx = index.contiguous();
-  return detail::with_grad(out, "ScatterAddBackward", [d, idx](const Tensor<T>& g) {
-    return std::vector<TensorImplPtr>{g.impl(), gather(g, d, idx).impl()};
+  const Shape src_shape = src.shape();
+  return detail::with_grad(out, "ScatterAddBackward", [d, idx, src_shape](const Tensor<T>& g) {
+    return std::vector<TensorImplPtr>{g.impl(), detail::src_grad(g, d, idx, src_shape).impl()};
   }, {idx.impl()}, x, src);
 }
 
@@ -616,5 +639,50 @@ Tensor<T>& put_(Tensor<T>& x, const Tensor<int64_t>& index, const Tensor<T>& sou
   }
   return x.copy_(result.view(x.shape()));
 }
+
+// ---- Tensor members (declared in dl/tensor.hpp)
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::gather(int64_t dim, const Tensor<int64_t>& index) const { return dl::gather(*this, dim, index); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::scatter(int64_t dim, const Tensor<int64_t>& index, const Tensor& src) const { return dl::scatter(*this, dim, index, src); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::scatter(int64_t dim, const Tensor<int64_t>& index, T value) const { return dl::scatter(*this, dim, index, value); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::scatter_add(int64_t dim, const Tensor<int64_t>& index, const Tensor& src) const {
+  return dl::scatter_add(*this, dim, index, src);
+}
+template <scalar_type T>
+Tensor<T> Tensor<T>::index_select(int64_t dim, const Tensor<int64_t>& index) const { return dl::index_select(*this, dim, index); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::index_add(int64_t dim, const Tensor<int64_t>& index, const Tensor& source, T alpha) const {
+  return dl::index_add(*this, dim, index, source, alpha);
+}
+template <scalar_type T>
+Tensor<T> Tensor<T>::index_copy(int64_t dim, const Tensor<int64_t>& index, const Tensor& source) const {
+  return dl::index_copy(*this, dim, index, source);
+}
+template <scalar_type T>
+Tensor<T> Tensor<T>::index_fill(int64_t dim, const Tensor<int64_t>& index, T value) const { return dl::index_fill(*this, dim, index, value); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::repeat(Dims repeats) const { return dl::repeat(*this, repeats); }
+template <scalar_type T>
+Tensor<T>& Tensor<T>::scatter_(int64_t dim, const Tensor<int64_t>& index, const Tensor& src) { return dl::scatter_(*this, dim, index, src); }
+template <scalar_type T>
+Tensor<T>& Tensor<T>::scatter_(int64_t dim, const Tensor<int64_t>& index, T value) { return dl::scatter_(*this, dim, index, value); }
+template <scalar_type T>
+Tensor<T>& Tensor<T>::scatter_add_(int64_t dim, const Tensor<int64_t>& index, const Tensor& src) {
+  return dl::scatter_add_(*this, dim, index, src);
+}
+template <scalar_type T>
+Tensor<T>& Tensor<T>::index_add_(int64_t dim, const Tensor<int64_t>& index, const Tensor& source, T alpha) {
+  return dl::index_add_(*this, dim, index, source, alpha);
+}
+template <scalar_type T>
+Tensor<T>& Tensor<T>::index_copy_(int64_t dim, const Tensor<int64_t>& index, const Tensor& source) {
+  return dl::index_copy_(*this, dim, index, source);
+}
+template <scalar_type T>
+Tensor<T>& Tensor<T>::index_fill_(int64_t dim, const Tensor<int64_t>& index, T value) { return dl::index_fill_(*this, dim, index, value); }
 
 }  // namespace dl
