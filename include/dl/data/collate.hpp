@@ -182,7 +182,8 @@ auto collate_impl(int64_t n, Get get) {
   } else if constexpr (is_map<X>) {
     using Elem = decltype(collate_impl(n, [&](int64_t j) -> const auto& { return get(j).begin()->second; }));
     std::map<typename X::key_type, Elem, typename X::key_compare> out;
-    for (const auto& [key, value] : get(0)) {
+    for (const auto& entry : get(0)) {
+      const auto& key = entry.first;  // not a structured binding: clang before 16 cannot capture one
       out.emplace(key, collate_impl(n, [&](int64_t j) -> const auto& {
                     const auto it = get(j).find(key);
                     DL_CHECK(it != get(j).end(), "default_collate: entry ", j, " lacks a key that entry 0 has");

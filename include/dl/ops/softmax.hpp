@@ -466,7 +466,9 @@ Tensor<T> softmax_backward_raw(const Tensor<T>& g_, const Tensor<T>& y, int dim)
   const Tensor<T> g = g_.contiguous();
   Tensor<T> gi = empty<T>(y.shape());
   if (y.numel() == 0) return gi;
-  const auto [O, R, I] = row_geometry(y.shape(), y.dim() ? dim : 0);
+  // Not a structured binding: clang before 16 cannot capture one in a lambda.
+  const auto geometry = row_geometry(y.shape(), y.dim() ? dim : 0);
+  const int64_t O = geometry.outer, R = geometry.rows, I = geometry.inner;
   const T* gp = g.data();
   const T* yp = y.data();
   T* op = gi.data();
