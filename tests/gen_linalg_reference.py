@@ -1,7 +1,8 @@
 """Reference values for tests/linalg.cpp: dl::linalg against torch.linalg (values and gradients).
 Run with Debian's PyTorch: /usr/bin/python3 tests/gen_linalg_reference.py (writes tests/data/linalg_ref.bin).
 
-Inputs come from refbin.det(shape, seed) (the same doubles in C++), shaped into well-conditioned,
+Inputs come from refbin.det(shape, seed) (the same doubles in C++; its square matrices are often
+singular, hence the shifts), shaped into well-conditioned,
 symmetric or positive-definite matrices by the formulas repeated in tests/linalg.cpp. Gradients are
 of loss = sum_i (out_i * det(out_i.shape, 999 + i)).sum() over the listed outputs."""
 import torch
@@ -53,7 +54,7 @@ def case(name, fn, inputs, n_out=None):
 
 A = square([2, 3, 4, 4], 1, 4)
 case("inv", torch.linalg.inv, [A])
-case("det", torch.linalg.det, [det([3, 4, 4], 2)])
+case("det", torch.linalg.det, [square([3, 4, 4], 2, 2)])
 sing = torch.tensor([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]])
 # PyTorch (1.13 and 2.x) returns a zero gradient at this rank-2 matrix; dl returns the cofactor
 # matrix (the derivative, checked by finite differences in tests/linalg.cpp), so only the value is kept.
@@ -71,7 +72,7 @@ case("cholesky_solve", torch.cholesky_solve, [det([2, 4, 3], 13), L])
 case("cholesky_solve_upper", lambda b, u: torch.cholesky_solve(b, u, upper=True), [det([4, 3], 14), L.mT.contiguous()])
 case("qr_tall", torch.linalg.qr, [det([2, 5, 3], 15)])
 case("qr_wide", torch.linalg.qr, [det([2, 3, 5], 16)])
-case("qr_complete", lambda a: torch.linalg.qr(a, mode="complete"), [det([4, 4], 17)])
+case("qr_complete", lambda a: torch.linalg.qr(a, mode="complete"), [square([4, 4], 17, 2)])
 w.put("qr_r/o1", torch.linalg.qr(det([5, 3], 18), mode="r")[1])
 
 
@@ -88,7 +89,7 @@ case("eigh_upper", lambda a: (lambda r: [r[0], r[1] ** 2])(torch.linalg.eigh(a, 
 case("eigvalsh", torch.linalg.eigvalsh, [det([2, 3, 3], 24)])
 case("pinv_tall", torch.linalg.pinv, [det([2, 5, 3], 25)])
 case("pinv_wide", torch.linalg.pinv, [det([3, 5], 26)])
-case("pinv_hermitian", lambda a: torch.linalg.pinv(a, hermitian=True), [sym([4, 4], 27)])
+case("pinv_hermitian", lambda a: torch.linalg.pinv(a, hermitian=True), [sym([4, 4], 27) + 0.5 * eye(4)])
 low_rank = det([5, 2], 28) @ det([2, 4], 29)
 w.put("pinv_low_rank/o0", torch.linalg.pinv(low_rank))
 for drv in ["gelsy", "gelsd", "gels"]:
@@ -102,7 +103,7 @@ for drv in ["gelsy", "gelsd", "gels"]:
 case("solve_triangular", lambda a, b: torch.linalg.solve_triangular(a, b, upper=True), [square([2, 4, 4], 32, 3), det([2, 4, 3], 33)])
 case("solve_triangular_right_unit", lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, left=False, unitriangular=True),
      [det([4, 4], 34), det([2, 3, 4], 35)])
-M = det([2, 3, 4], 36)
+M = det([2, 3, 4], 36) * torch.tensor([1.0, 1.1, 1.2]).view(3, 1)  # no ties among row or column sums
 for ordname, ordv in [("fro", "fro"), ("nuc", "nuc"), ("inf", float("inf")), ("minf", -float("inf")), ("1", 1), ("m1", -1), ("2", 2), ("m2", -2)]:
     case(f"matrix_norm_{ordname}", lambda a: torch.linalg.matrix_norm(a, ord=ordv), [M])
 case("matrix_norm_dims", lambda a: torch.linalg.matrix_norm(a, ord=1, dim=(2, 0), keepdim=True), [M])
@@ -112,7 +113,7 @@ for ordname, ordv in [("2", 2), ("1", 1), ("inf", float("inf")), ("minf", -float
     case(f"vector_norm_{ordname}", lambda a: torch.linalg.vector_norm(a, ord=ordv, dim=1), [V])
 case("vector_norm_all", lambda a: torch.linalg.vector_norm(a), [V])
 case("vector_norm_keepdim", lambda a: torch.linalg.vector_norm(a, ord=3, dim=(0, 1), keepdim=True), [V])
-ranks = torch.stack([det([4, 4], 38), det([4, 2], 39) @ det([2, 4], 40), torch.zeros(4, 4)])
+ranks = torch.stack([square([4, 4], 38, 2), det([4, 2], 39) @ det([2, 4], 40), torch.zeros(4, 4)])
 w.put("matrix_rank/o0", torch.linalg.matrix_rank(ranks))
 w.put("matrix_rank_hermitian/o0", torch.linalg.matrix_rank(ranks @ ranks.mT, hermitian=True))
 w.put("matrix_rank_atol/o0", torch.linalg.matrix_rank(ranks, atol=1.0, rtol=0.0))

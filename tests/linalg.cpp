@@ -47,7 +47,7 @@ void check_case(const std::string& name, const std::function<Outs<T>(const Outs<
   INFO(name);
   const double tol = (std::is_same_v<T, float> ? 1e-4 : 1e-9) * tol_scale;
   Outs<T> xs;
-  for (const auto& x : inputs) xs.push_back(x.to<T>().requires_grad_());
+  for (const auto& x : inputs) xs.push_back(x.detach().clone().to<T>().requires_grad_());  // fresh leaves
   const Outs<T> outs = fn(xs);
   Tensor<T> loss;
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -69,7 +69,7 @@ template <class T>
 void reference_cases() {
   using V = Outs<T>;
   check_case<T>("inv", [](const V& x) { return V{la::inv(x[0])}; }, {square({2, 3, 4, 4}, 1, 4)});
-  check_case<T>("det", [](const V& x) { return V{la::det(x[0])}; }, {det64({3, 4, 4}, 2)});
+  check_case<T>("det", [](const V& x) { return V{la::det(x[0])}; }, {square({3, 4, 4}, 2, 2)});
   // PyTorch's gradient at this rank-2 matrix is zero, dl's the cofactor matrix (the derivative; see
   // the gradcheck below): the value only.
   check_case<T>("det_singular", [](const V& x) { return V{la::det(x[0])}; },
@@ -90,7 +90,7 @@ void reference_cases() {
   auto qr = [](const V& x) { auto r = la::qr(x[0]); return V{r.Q, r.R}; };
   check_case<T>("qr_tall", qr, {det64({2, 5, 3}, 15)});
   check_case<T>("qr_wide", qr, {det64({2, 3, 5}, 16)});
-  check_case<T>("qr_complete", [](const V& x) { auto r = la::qr(x[0], "complete"); return V{r.Q, r.R}; }, {det64({4, 4}, 17)});
+  check_case<T>("qr_complete", [](const V& x) { auto r = la::qr(x[0], "complete"); return V{r.Q, r.R}; }, {square({4, 4}, 17, 2)});
   {
     const auto r = la::qr(det64({5, 3}, 18).to<T>(), "r");
     ref.check(r.R, "qr_r/o1", std::is_same_v<T, float> ? 1e-4 : 1e-9);
@@ -119,7 +119,7 @@ void reference_cases() {
   check_case<T>("eigvalsh", [](const V& x) { return V{la::eigvalsh(x[0])}; }, {det64({2, 3, 3}, 24)});
   check_case<T>("pinv_tall", [](const V& x) { return V{la::pinv(x[0])}; }, {det64({2, 5, 3}, 25)});
   check_case<T>("pinv_wide", [](const V& x) { return V{la::pinv(x[0])}; }, {det64({3, 5}, 26)});
-  check_case<T>("pinv_hermitian", [](const V& x) { return V{la::pinv(x[0], {}, {}, true)}; }, {sym({4, 4}, 27)});
+  check_case<T>("pinv_hermitian", [](const V& x) { return V{la::pinv(x[0], {}, {}, true)}; }, {Tensor<double>(sym({4, 4}, 27) + dl::eye<double>(4) * 0.5)});
   ref.check(la::pinv(dl::matmul(det64({5, 2}, 28), det64({2, 4}, 29)).to<T>()), "pinv_low_rank/o0",
             std::is_same_v<T, float> ? 1e-4 : 1e-9);
   for (const char* drv : {"gelsy", "gelsd", "gels"}) {
@@ -134,7 +134,7 @@ void reference_cases() {
                 {square({2, 4, 4}, 32, 3), det64({2, 4, 3}, 33)});
   check_case<T>("solve_triangular_right_unit", [](const V& x) { return V{la::solve_triangular(x[0], x[1], false, false, true)}; },
                 {det64({4, 4}, 34), det64({2, 3, 4}, 35)});
-  const Tensor<double> M = det64({2, 3, 4}, 36);
+  const Tensor<double> M = det64({2, 3, 4}, 36) * dl::tensor<double>({1.0, 1.1, 1.2}).reshape({3, 1});
   check_case<T>("matrix_norm_fro", [](const V& x) { return V{la::matrix_norm(x[0])}; }, {M});
   check_case<T>("matrix_norm_nuc", [](const V& x) { return V{la::matrix_norm(x[0], "nuc")}; }, {M});
   const double inf = std::numeric_limits<double>::infinity();
@@ -150,7 +150,7 @@ void reference_cases() {
   check_case<T>("vector_norm_all", [](const V& x) { return V{la::vector_norm(x[0])}; }, {vec});
   check_case<T>("vector_norm_keepdim", [](const V& x) { return V{la::vector_norm(x[0], 3, {0, 1}, true)}; }, {vec});
   const Tensor<double> ranks =
-      dl::stack({det64({4, 4}, 38), dl::matmul(det64({4, 2}, 39), det64({2, 4}, 40)), dl::zeros<double>({4, 4})});
+      dl::stack({square({4, 4}, 38, 2), dl::matmul(det64({4, 2}, 39), det64({2, 4}, 40)), dl::zeros<double>({4, 4})});
   ref.check(la::matrix_rank(ranks.to<T>()), "matrix_rank/o0");
   ref.check(la::matrix_rank(dl::matmul(ranks, ranks.transpose(-2, -1)).to<T>(), {}, {}, true), "matrix_rank_hermitian/o0");
   ref.check(la::matrix_rank(ranks.to<T>(), 1.0, 0.0), "matrix_rank_atol/o0");

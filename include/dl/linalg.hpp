@@ -100,7 +100,8 @@ template <lapack_scalar T> EighResult<T> eigh(const Tensor<T>& A, std::string_vi
 template <lapack_scalar T> Tensor<T> eigvalsh(const Tensor<T>& A, std::string_view UPLO = "L");
 /// Moore-Penrose pseudo-inverse [..., n, m] of [..., m, n]: singular values <= max(atol, rtol * S_max)
 /// are treated as zero; rtol defaults to eps * max(m, n) when atol is not given (else 0). With
-/// hermitian, A is taken as symmetric (its lower triangle is read).
+/// hermitian, A is taken as symmetric (its lower triangle is read; the gradient is PyTorch's
+/// general pinv gradient, not symmetrised).
 template <lapack_scalar T>
 Tensor<T> pinv(const Tensor<T>& A, std::optional<double> atol = {}, std::optional<double> rtol = {}, bool hermitian = false);
 /// Least squares min ||A X - B|| for A [..., m, n], B [..., m, k]; driver "gelsy" (default),
@@ -368,7 +369,7 @@ lapack_int lwork_of(T query) {
 /// X = A^-1 B for A [..., n, n] and B [..., n, k] with equal batch shapes (raw, no autograd).
 /// `singular(b, diag)` makes the error for batch b.
 template <class T, class Err>
-Tensor<T> lu_solve_raw(const Tensor<T>& A, const Tensor<T>& B, const char* fn, Err singular) {
+Tensor<T> lu_solve_raw(const Tensor<T>& A, const Tensor<T>& B, [[maybe_unused]] const char* fn, Err singular) {
 #if DL_HAVE_LAPACKE
   const int64_t n = A.size(-1), k = B.size(-1), nb = batch_count(A.shape());
   Tensor<T> a = col_major(A), b = col_major(B);
@@ -387,7 +388,7 @@ Tensor<T> lu_solve_raw(const Tensor<T>& A, const Tensor<T>& B, const char* fn, E
 
 /// LU-based sign and log|det| (and det) of [..., n, n], raw.
 template <class T>
-void lu_det_raw(const Tensor<T>& A, Tensor<T>* det, Tensor<T>* sign, Tensor<T>* logabs, const char* fn) {
+void lu_det_raw(const Tensor<T>& A, Tensor<T>* det, Tensor<T>* sign, Tensor<T>* logabs, [[maybe_unused]] const char* fn) {
 #if DL_HAVE_LAPACKE
   const int64_t n = A.size(-1), nb = batch_count(A.shape());
   const Shape bs = batch_of(A.shape());
@@ -997,10 +998,9 @@ Tensor<T> pinv(const Tensor<T>& A, std::optional<double> atol, std::optional<dou
       P = matmul(Tensor<T>(impl::mT(r.Vh) * sinv.unsqueeze(-2)), impl::mT(r.U));
     }
   }
-  impl::record<T>("LinalgPinvBackward", {A}, {&P}, [hermitian](const impl::Saved<T>& s) -> std::vector<Tensor<T>> {
-    const Tensor<T> g = impl::pinv_backward(s.g[0], s.out[0], s.in[0]);
-    // hermitian: A is read as a symmetric matrix, so its gradient is the symmetric part.
-    return {hermitian ? Tensor<T>((g + impl::mT(g)) * T(0.5)) : g};
+  // PyTorch's rule for both forms: the general pinv_backward (with hermitian, not symmetrised).
+  impl::record<T>("LinalgPinvBackward", {A}, {&P}, [](const impl::Saved<T>& s) -> std::vector<Tensor<T>> {
+    return {impl::pinv_backward(s.g[0], s.out[0], s.in[0])};
   });
   return P;
 }
