@@ -465,3 +465,23 @@ TEST_CASE_TEMPLATE("window functions", T, float, double) {
   CHECK_THROWS_WITH_AS(dl::kaiser_window<T>(-2), "kaiser_window requires non-negative window_length, got window_length=-2", dl::Error);
   CHECK_THROWS_WITH_AS(dl::bartlett_window<T>(-1), doctest::Contains("bartlett_window requires"), dl::Error);
 }
+
+TEST_CASE("Tensor members call the free functions") {
+  const Tensor<float> x = refbin::det<float>({3, 5}, 60);
+  CHECK(dl::equal(x.sort(1, true).values, dl::sort(x, 1, true).values));
+  CHECK(dl::equal(x.argsort(0), dl::argsort(x, 0)));
+  CHECK(dl::equal(x.topk(2).indices, dl::topk(x, 2).indices));
+  CHECK(dl::equal(x.kthvalue(2, 0).values, dl::kthvalue(x, 2, 0).values));
+  CHECK(x.median().item() == dl::median(x).item());
+  CHECK(dl::equal(x.median(1, true).values, dl::median(x, 1, true).values));
+  CHECK(dl::equal(x.mode().values, dl::mode(x).values));
+  CHECK(dl::equal(x.cumsum(1), dl::cumsum(x, 1)));
+  CHECK(dl::equal(x.cumprod(0), dl::cumprod(x, 0)));
+  CHECK(dl::equal(x.diff(2, 0), dl::diff(x, 2, 0)));
+  CHECK(dl::equal(x.flip({0, 1}), dl::flip(x, {0, 1})));
+  CHECK(dl::equal(x.roll({2}, {1}), dl::roll(x, {2}, {1})));
+  CHECK(dl::equal(x.rot90(), dl::rot90(x)));
+  auto [v, i] = x.sort();
+  CHECK(v.shape() == Shape{3, 5});
+  CHECK(i.shape() == Shape{3, 5});
+}

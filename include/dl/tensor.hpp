@@ -65,6 +65,8 @@ inline TensorImplPtr make_impl(ScalarType dtype, const Shape& shape, Device devi
 
 template <scalar_type T>
 class GradSlot;  // assignable gradient slot (autograd/engine.hpp)
+template <class T>
+struct MaxResult;  // (values, indices) of max/min/sort/topk... (expr/reduce.hpp)
 
 template <scalar_type T = float>
 class Tensor : public expr::ExprBase<Tensor<T>> {
@@ -212,6 +214,23 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   Tensor& index_add_(int64_t dim, const Tensor<int64_t>& index, const Tensor& source, T alpha = T(1));
   Tensor& index_copy_(int64_t dim, const Tensor<int64_t>& index, const Tensor& source);
   Tensor& index_fill_(int64_t dim, const Tensor<int64_t>& index, T value);
+
+  // ------------------------------------------------------------------------------ tensor ops
+  // The functions of <dl/ops/sorting.hpp>, <dl/ops/scan.hpp> and <dl/ops/rearrange.hpp> (included
+  // by <dl/dl.hpp>) as members, as torch.Tensor's; the (values, indices) pairs are MaxResult<T>.
+  MaxResult<T> sort(int64_t dim = -1, bool descending = false) const;
+  Tensor<int64_t> argsort(int64_t dim = -1, bool descending = false) const;
+  MaxResult<T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  MaxResult<T> kthvalue(int64_t k, int64_t dim = -1, bool keepdim = false) const;
+  Tensor median() const;
+  MaxResult<T> median(int64_t dim, bool keepdim = false) const;
+  MaxResult<T> mode(int64_t dim = -1, bool keepdim = false) const;
+  Tensor<sum_t<T>> cumsum(int64_t dim) const;
+  Tensor<sum_t<T>> cumprod(int64_t dim) const;
+  Tensor diff(int64_t n = 1, int64_t dim = -1) const;
+  Tensor flip(Dims dims) const;
+  Tensor roll(Dims shifts, Dims dims = {}) const;
+  Tensor rot90(int64_t k = 1, Dims dims = {0, 1}) const;
 
   // ------------------------------------------------------------------------------ in place
   // Each evaluates into this tensor's memory (any strides) and bumps the version counter.

@@ -189,4 +189,13 @@ inline Tensor<int64_t> triangle_indices(int64_t row, int64_t col, int64_t offset
 inline Tensor<int64_t> tril_indices(int64_t row, int64_t col, int64_t offset) { return detail::triangle_indices(row, col, offset, true); }
 inline Tensor<int64_t> triu_indices(int64_t row, int64_t col, int64_t offset) { return detail::triangle_indices(row, col, offset, false); }
 
+// ---- Tensor members
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::flip(Dims dims) const { return dl::flip(*this, dims); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::roll(Dims shifts, Dims dims) const { return dl::roll(*this, shifts, dims); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::rot90(int64_t k, Dims dims) const { return dl::rot90(*this, k, dims); }
+
 }  // namespace dl

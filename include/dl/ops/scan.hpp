@@ -204,4 +204,13 @@ Tensor<T> diff(const Tensor<T>& x, int64_t n, int64_t dim, const std::optional<T
   return out;
 }
 
+// ---- Tensor members
+
+template <scalar_type T>
+Tensor<sum_t<T>> Tensor<T>::cumsum(int64_t dim) const { return dl::cumsum(*this, dim); }
+template <scalar_type T>
+Tensor<sum_t<T>> Tensor<T>::cumprod(int64_t dim) const { return dl::cumprod(*this, dim); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::diff(int64_t n, int64_t dim) const { return dl::diff(*this, n, dim); }
+
 }  // namespace dl

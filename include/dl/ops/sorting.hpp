@@ -575,4 +575,21 @@ Tensor<std::conditional_t<std::is_same_v<W, float>, float, double>> bincount(con
   return out;
 }
 
+// ---- Tensor members
+
+template <scalar_type T>
+MaxResult<T> Tensor<T>::sort(int64_t dim, bool descending) const { return dl::sort(*this, dim, descending); }
+template <scalar_type T>
+Tensor<int64_t> Tensor<T>::argsort(int64_t dim, bool descending) const { return dl::argsort(*this, dim, descending); }
+template <scalar_type T>
+MaxResult<T> Tensor<T>::topk(int64_t k, int64_t dim, bool largest, bool sorted) const { return dl::topk(*this, k, dim, largest, sorted); }
+template <scalar_type T>
+MaxResult<T> Tensor<T>::kthvalue(int64_t k, int64_t dim, bool keepdim) const { return dl::kthvalue(*this, k, dim, keepdim); }
+template <scalar_type T>
+Tensor<T> Tensor<T>::median() const { return dl::median(*this); }
+template <scalar_type T>
+MaxResult<T> Tensor<T>::median(int64_t dim, bool keepdim) const { return dl::median(*this, dim, keepdim); }
+template <scalar_type T>
+MaxResult<T> Tensor<T>::mode(int64_t dim, bool keepdim) const { return dl::mode(*this, dim, keepdim); }
+
 }  // namespace dl
