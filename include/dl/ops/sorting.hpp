@@ -302,7 +302,7 @@ Tensor<T> median(const Tensor<T>& x) {
   if (n == 0) {
     out.data()[0] = std::numeric_limits<T>::quiet_NaN();
   } else {
-    // A NaN sorts last, so the largest element is NaN exactly when there is one.
+    // The median of a tensor holding a NaN is NaN, as in PyTorch.
     auto nan = std::find_if(buf.begin(), buf.end(), [](const auto& p) { return p.first != p.first; });
     if (nan != buf.end()) {
       out.data()[0] = nan->first;
@@ -311,20 +311,22 @@ Tensor<T> median(const Tensor<T>& x) {
       out.data()[0] = buf[size_t((n - 1) / 2)].first;
     }
   }
-  if constexpr (!floating_scalar<T>) {
-    return out;
-  } else {
-  if (!autograd::any_requires_grad(x)) return out;
-  // Evenly shared among the elements equal to the median (NaNs when it is NaN).
-  const T m = out.data()[0];
-  const Tensor<bool> mask = m != m ? Tensor<bool>(x.detach().isnan()) : Tensor<bool>(x.detach() == m);
-  int64_t count = 0;
-  const Tensor<bool> mc = mask.contiguous();
-  for (int64_t i = 0; i < mc.numel(); ++i) count += mc.data()[i];
-  return detail::record_kernel(out, "MedianBackward0", {}, [mask, count](const Tensor<T>& g, const std::vector<Tensor<T>>&, const std::vector<bool>&) {
-    return std::vector<TensorImplPtr>{Tensor<T>(where(mask, g / T(count), T(0))).impl()};
-  }, x);
+  // Integer medians have no gradient. Otherwise the gradient is shared evenly among the elements
+  // equal to the median (the NaNs when it is NaN).
+  if constexpr (floating_scalar<T>) {
+    if (!autograd::any_requires_grad(x)) return out;
+    const T m = out.data()[0];
+    const Tensor<bool> mask = m != m ? Tensor<bool>(x.detach().isnan()) : Tensor<bool>(x.detach() == m);
+    int64_t count = 0;
+    const Tensor<bool> mc = mask.contiguous();
+    for (int64_t i = 0; i < mc.numel(); ++i) count += mc.data()[i];
+    return detail::record_kernel(out, "MedianBackward0", {},
+                                 [mask, count](const Tensor<T>& g, const std::vector<Tensor<T>>&, const std::vector<bool>&) {
+                                   return std::vector<TensorImplPtr>{Tensor<T>(where(mask, g / T(count), T(0))).impl()};
+                                 },
+                                 x);
   }
+  return out;
 }
 
 template <scalar_type T>
