@@ -37,8 +37,8 @@ class Dims {
 
   constexpr Dims() = default;
   constexpr Dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.end()); }
-  /// Any contiguous range of integers converts, as libtorch's IntArrayRef: a std::vector<int64_t>
-  /// (or <int>), std::array or std::span holding a shape or a list of dims passes wherever a
+  /// Any contiguous range of integers converts, as libtorch's IntArrayRef: a `std::vector<int64_t>`
+  /// (or `<int>`), std::array or std::span holding a shape or a list of dims passes wherever a
   /// Shape/Dims is expected (x.reshape(v), x.sum(dims), dl::from_blob(p, v)).
   template <class R>
     requires(!std::same_as<R, Dims> && detail::integer_array<R>)

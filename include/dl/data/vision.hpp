@@ -135,8 +135,8 @@ class KMNIST : public MNIST<Transform> {
   explicit KMNIST(const std::filesystem::path& root, bool train = true, Transform transform = {});
 };
 
-/// CIFAR-10, binary version, from `root` or root/cifar-10-batches-bin: data_batch_1.bin ..
-/// data_batch_5.bin (train) or test_batch.bin; records of 1 label byte + 3072 image bytes (CHW).
+/// CIFAR-10, binary version, from `root` or root/cifar-10-batches-bin: `data_batch_1.bin` ...
+/// `data_batch_5.bin` (train) or test_batch.bin; records of 1 label byte + 3072 image bytes (CHW).
 template <class Transform = transforms::Identity>
 class CIFAR10 : public VisionDataset<Transform> {
  public:

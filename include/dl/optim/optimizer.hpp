@@ -48,7 +48,7 @@ using Pair = std::pair<double, double>;
     void merge(const Name##GroupOptions& o) { FIELDS(DL_OPTIM_MERGE_) } \
   };
 
-/// Declares an algorithm's class from its options (Name##Options, Name##GroupOptions) and state
+/// Declares an algorithm's class from its options (`Name##Options`, `Name##GroupOptions`) and state
 /// (StateT<T>): constructors over a parameter list or groups, validate, name and step.
 #define DL_OPTIMIZER_CLASS(Name, StateT)                                                                           \
   template <scalar_type T = float>                                                                                 \
