@@ -10,7 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
-#include <source_location>
+#include "source_location.hpp"
 #include <string>
 #include <vector>
 
@@ -81,7 +81,7 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   /// caller's line, recorded for anomaly detection (never pass it).
   template <expr::node E>
     requires expr::is_apply_v<E>
-  Tensor(const E& e, std::source_location site = std::source_location::current());
+  Tensor(const E& e, dl::SourceLocation site = dl::SourceLocation::current());
 
   // ------------------------------------------------------------------------------ properties
   bool defined() const { return bool(impl_); }

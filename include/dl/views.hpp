@@ -374,7 +374,7 @@ Tensor<T>::Tensor(TensorImplPtr impl) : impl_(std::move(impl)) {
 template <scalar_type T>
 template <expr::node E>
   requires expr::is_apply_v<E>
-Tensor<T>::Tensor(const E& e, std::source_location site) {
+Tensor<T>::Tensor(const E& e, dl::SourceLocation site) {
   static_assert(std::is_same_v<expr::value_type_t<E>, T>,
                 "the expression's element type differs from the Tensor's: convert it with dl::cast<T>(expr)");
   const autograd::detail::CallSiteScope call_site(site);

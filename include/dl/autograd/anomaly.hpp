@@ -8,14 +8,14 @@
 //   y.sum().backward();
 //
 // Where the site comes from: Tensor's constructor from an expression takes a defaulted
-// std::source_location, so every elementwise op a user assigns to a Tensor records the user's
+// dl::SourceLocation, so every elementwise op a user assigns to a Tensor records the user's
 // line (calls dl makes to itself are recognised by their file and skipped). Nodes made by ops that
 // take no site (matmul, conv2d, reductions, module calls) record the enclosing user site when one
 // is active and otherwise say that no site was recorded.
 #pragma once
 
 #include <atomic>
-#include <source_location>
+#include "../source_location.hpp"
 #include <string>
 #include <string_view>
 
@@ -65,16 +65,16 @@ namespace detail {
 
 /// The innermost user call site of the public dl call running on this thread (recorded only in
 /// anomaly mode); line() == 0 when none.
-inline std::source_location& call_site_slot() {
-  static thread_local std::source_location site;
+inline dl::SourceLocation& call_site_slot() {
+  static thread_local dl::SourceLocation site;
   return site;
 }
 
 /// True for a location inside dl's own headers: calls dl makes to itself are not the user's.
 /// dl's include directory is this file's, as the compiler spells it.
-inline bool is_dl_internal(const std::source_location& loc) {
+inline bool is_dl_internal(const dl::SourceLocation& loc) {
   static const std::string_view root = [] {
-    std::string_view self = std::source_location::current().file_name();
+    std::string_view self = dl::SourceLocation::current().file_name();
     constexpr std::string_view tail = "autograd/anomaly.hpp";
     return self.ends_with(tail) ? self.substr(0, self.size() - tail.size()) : std::string_view{};
   }();
@@ -85,7 +85,7 @@ inline bool is_dl_internal(const std::source_location& loc) {
 /// (dl's internal calls keep the user's site). Off: one relaxed load and a branch.
 class CallSiteScope {
  public:
-  explicit CallSiteScope(const std::source_location& loc) {
+  explicit CallSiteScope(const dl::SourceLocation& loc) {
     if (is_anomaly_enabled()) [[unlikely]]
       enter(loc);
   }
@@ -97,21 +97,20 @@ class CallSiteScope {
   CallSiteScope& operator=(const CallSiteScope&) = delete;
 
  private:
-  [[gnu::noinline, gnu::cold]] void enter(const std::source_location& loc) {
+  [[gnu::noinline, gnu::cold]] void enter(const dl::SourceLocation& loc) {
     if (is_dl_internal(loc)) return;
     prev_ = call_site_slot();
     call_site_slot() = loc;
     set_ = true;
   }
-  std::source_location prev_;
+  dl::SourceLocation prev_;
   bool set_ = false;
 };
 
-/// "file:line:column in 'function'", or a note that no site was recorded.
-inline std::string describe_site(const std::source_location& loc) {
+/// "file:line in 'function'", or a note that no site was recorded.
+inline std::string describe_site(const dl::SourceLocation& loc) {
   if (loc.line() == 0) return "an unknown place (the op was not called through an entry point that records its caller)";
-  return std::string(loc.file_name()) + ":" + std::to_string(loc.line()) + ":" + std::to_string(loc.column()) + " in '" +
-         loc.function_name() + "'";
+  return std::string(loc.file_name()) + ":" + std::to_string(loc.line()) + " in '" + loc.function_name() + "'";
 }
 
 }  // namespace detail

@@ -106,7 +106,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<OutputInfo>& mutable_outputs() { return outputs_; }
   uint64_t sequence_nr() const { return sequence_nr_; }
   /// The user's call that created this node, recorded in anomaly mode (line() == 0 otherwise).
-  const std::source_location& forward_site() const { return forward_site_; }
+  const dl::SourceLocation& forward_site() const { return forward_site_; }
 
   /// Hooks on output `output_nr`, run on its gradient before apply (tensor.register_hook).
   /// `last` hooks run after all others (retain_grad sees the gradient the other hooks produced).
@@ -123,7 +123,7 @@ class Node : public std::enable_shared_from_this<Node> {
   }
 
   uint64_t sequence_nr_;
-  std::source_location forward_site_;
+  dl::SourceLocation forward_site_;
   std::vector<Edge> next_edges_;
   std::vector<OutputInfo> outputs_;
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks_, last_hooks_;
