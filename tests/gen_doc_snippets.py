@@ -92,7 +92,7 @@ def split_block(lines, case, hoisted):
 
 def parse(path):
     cases, hoisted = [], []
-    heading, counts = "Introduction", {}
+    heading, counts = "Introduction", {}  # test cases per heading
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     i = 0
@@ -118,15 +118,18 @@ def parse(path):
                 sys.exit(f"{path}:{start}: a ```cpp continued block needs a ```cpp block before it")
             case = cases[-1]
         else:
-            counts[heading] = counts.get(heading, 0) + 1
-            name = heading if counts[heading] == 1 else f"{heading} ({counts[heading]})"
-            case = Case(name)
+            case = Case(heading)
             cases.append(case)
         split_block(block, case, hoisted)
         for _, text in block:
             case.datasets += [d for d in DATASET.findall(text) if d not in case.datasets]
-    # A block of declarations only (the includes every snippet shares) makes no test case.
-    return [c for c in cases if c.decls or c.body], hoisted
+    # A block of hoisted lines only (the includes every snippet shares) makes no test case.
+    cases = [c for c in cases if c.decls or c.body]
+    for c in cases:
+        counts[c.name] = counts.get(c.name, 0) + 1
+        if counts[c.name] > 1:
+            c.name += f" ({counts[c.name]})"
+    return cases, hoisted
 
 
 def c_string(s):
