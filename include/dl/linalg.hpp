@@ -14,6 +14,7 @@
 // work everywhere.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ops/indexing.hpp"
@@ -183,15 +185,34 @@ inline int64_t batch_count(const Shape& s) { return numel(batch_of(s)); }
 /// "(Batch element 1): " in batched calls, as PyTorch prefixes its LAPACK errors.
 inline std::string batch_prefix(int64_t b, bool batched) { return batched ? detail::cat("(Batch element ", b, "): ") : std::string(); }
 
-/// A contiguous copy whose matrices are x's in column-major (LAPACK) order: shape [..., n, m].
+/// A contiguous copy of x [..., m, n] with the last two dims swapped, [..., n, m]: x's matrices in
+/// column-major (LAPACK) order, and back. A serial blocked loop: LAPACK (OpenBLAS) runs its own
+/// threads next, and waking dl's OpenMP workers here would leave them spinning against those.
+template <class T>
+Tensor<T> transposed_copy(const Tensor<T>& x_) {
+  const Tensor<T> x = x_.detach().contiguous();
+  const int64_t m = x.size(-2), n = x.size(-1), nb = batch_count(x.shape());
+  Shape s = x.shape();
+  std::swap(s[s.size() - 1], s[s.size() - 2]);
+  Tensor<T> out = empty<T>(s);
+  constexpr int64_t kTile = 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    const T* src = x.data() + b * m * n;
+    T* dst = out.data() + b * m * n;
+    for (int64_t i0 = 0; i0 < m; i0 += kTile)
+      for (int64_t j0 = 0; j0 < n; j0 += kTile)
+        for (int64_t i = i0; i < std::min(m, i0 + kTile); ++i)
+          for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j) dst[j * m + i] = src[i * n + j];
+  }
+  return out;
+}
 template <class T>
 Tensor<T> col_major(const Tensor<T>& x) {
-  return x.detach().transpose(-2, -1).clone();
+  return transposed_copy(x);
 }
-/// The inverse of col_major: a contiguous [..., m, n] from a [..., n, m] column-major buffer.
 template <class T>
 Tensor<T> from_col_major(const Tensor<T>& buf) {
-  return buf.transpose(-2, -1).contiguous();
+  return transposed_copy(buf);
 }
 
 /// A boolean [m, n] mask of j - i <= k (lower) or j - i >= k (upper).
@@ -566,7 +587,7 @@ Tensor<T> solve_matrix(const Tensor<T>& A, const Tensor<T>& B) {
   {
     NoGradGuard no_grad;
     X = lu_solve_raw(A.expand(with_matrix(bs, n, n)), B.expand(with_matrix(bs, n, B.size(-1))), "torch.linalg.solve",
-                     [&](int64_t b, lapack_int) {
+                     [&](int64_t b, int64_t) {
                        return detail::cat("torch.linalg.solve: ", batch_prefix(b, batched), "The solver failed because the input matrix is singular.");
                      });
   }
@@ -608,7 +629,7 @@ Tensor<T> inv(const Tensor<T>& A) {
   Tensor<T> X;
   {
     NoGradGuard no_grad;
-    X = impl::lu_solve_raw(A, eye<T>(n).expand(A.shape()), "linalg.inv", [&](int64_t b, lapack_int info) {
+    X = impl::lu_solve_raw(A, eye<T>(n).expand(A.shape()), "linalg.inv", [&](int64_t b, int64_t info) {
       return detail::cat("linalg.inv: ", impl::batch_prefix(b, batched), "The diagonal element ", info,
                          " is zero, the inversion could not be completed because the input matrix is singular.");
     });
@@ -726,7 +747,7 @@ Tensor<T> cholesky(const Tensor<T>& A, bool upper) {
     L = impl::from_col_major(a);
     if (upper) L = impl::mT(L).contiguous();
 #else
-    (void)nb;
+    (void)nb, (void)n;
     impl::no_lapacke("linalg.cholesky");
 #endif
   }
@@ -761,6 +782,7 @@ Tensor<T> cholesky_solve(const Tensor<T>& B, const Tensor<T>& L, bool upper) {
       impl::Lapack<T>::potrs(upper ? 'U' : 'L', n, k, l.data() + i * n * n, b.data() + i * n * k);
     X = impl::from_col_major(b);
 #else
+    (void)bs;
     impl::no_lapacke("cholesky_solve");
 #endif
   }
@@ -846,7 +868,7 @@ QRResult<T> qr(const Tensor<T>& A, std::string_view mode) {
     if (q.defined()) r.Q = impl::from_col_major(q);
     else r.Q = empty<T>({0});
 #else
-    (void)nb, (void)complete;
+    (void)nb, (void)complete, (void)k, (void)bs;
     impl::no_lapacke("linalg.qr");
 #endif
   }
