@@ -13,8 +13,11 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 
 #include <dl/error.hpp>
+#include <dl/io/state_dict.hpp>
+#include <dl/tensor.hpp>
 
 namespace fuzz {
 
@@ -45,6 +48,19 @@ void expect_load_or_error(F&& f) {
     std::fprintf(stderr, "reader threw %s instead of dl::Error: %s\n", typeid(e).name(), e.what());
     std::abort();
   }
+}
+
+/// Loads a state dict with `read` and reads every element of every tensor (through a contiguous
+/// double copy), so a storage shorter than its tensor's extent is an out-of-bounds read the
+/// sanitizer reports.
+template <class Read>
+void load_and_touch(Read&& read) {
+  expect_load_or_error([&] {
+    const dl::StateDict sd = read();
+    double sum = 0;
+    for (const auto& [name, t] : sd) sum += dl::sum(t.to<double>()).item();
+    (void)sum;
+  });
 }
 
 inline std::string_view view(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }

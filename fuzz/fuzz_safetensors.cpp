@@ -1,18 +1,10 @@
-// libFuzzer harness: the safetensors reader (dl::load of a .safetensors file), then loading what
-// it read into a module, which must reject mismatched tensors with dl::Error too.
+// libFuzzer harness: the safetensors reader (what dl::load runs on a .safetensors file), then a read
+// of every element of every tensor it returned.
 #include <dl/io/safetensors.hpp>
-#include <dl/tensor.hpp>
 
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  fuzz::expect_load_or_error([&] {
-    const dl::StateDict sd = dl::io::from_safetensors(fuzz::view(data, size));
-    // Read every element (through a contiguous copy), so a storage shorter than its tensor's
-    // extent is an out-of-bounds read the sanitizer reports.
-    double sum = 0;
-    for (const auto& [name, t] : sd) sum += dl::sum(t.to<double>()).item();
-    (void)sum;
-  });
+  fuzz::load_and_touch([&] { return dl::io::from_safetensors(fuzz::view(data, size)); });
   return 0;
 }
