@@ -7,6 +7,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 for f in "$here"/compile_time/*.cpp; do
   /usr/bin/time -f "$(basename "$f" .cpp): %e s wall, %U s user, %M KB peak" \
-    g++ -std=c++20 -O2 -march=native -fopenmp -I"$here/../include" -DDL_HAVE_ZLIB=1 -DDL_HAVE_LIBZIP=1 -DDL_USE_CBLAS=1 "$@" \
+    g++ -std=c++20 -O2 -march=native -fopenmp -I"$here/../include" -DDL_HAVE_ZLIB=1 -DDL_HAVE_LIBZIP=1 -DDL_USE_CBLAS=1 -DDL_HAVE_LAPACKE=1 \
+    -I/usr/include/x86_64-linux-gnu/openblas-pthread "$@" \
     -c "$f" -o /dev/null
 done
