@@ -22,6 +22,14 @@ int main(int argc, char** argv) {
   std::puts("cblas: ok");
 #endif
 
+  // LAPACKE: a solve whose residual is small.
+#if defined(DL_HAVE_LAPACKE)
+  const dl::Tensor<float> A = dl::randn({5, 5}) + dl::eye(5) * 5.0f, B = dl::randn({5, 2});
+  const dl::Tensor<float> X = dl::linalg::solve(A, B);
+  if (!dl::allclose(dl::matmul(A, X), B, 1e-4, 1e-4)) return std::puts("lapacke solve is wrong"), 1;
+  std::puts("lapacke: ok");
+#endif
+
   // A module trained for a step, saved as .pth (zip) and .safetensors, loaded back (libzip).
   auto net = dl::nn::Sequential(dl::nn::Linear<4, 8>(), dl::nn::ReLU(), dl::nn::Linear<8, 2>());
   dl::optim::SGD opt(net.parameters(), {.lr = 0.1});
