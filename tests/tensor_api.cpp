@@ -364,3 +364,34 @@ TEST_CASE("queries on unevaluated expressions") {
   Tensor<float> z = y * y * 3;
   CHECK(z.grad_fn() != nullptr);
 }
+
+namespace {
+/// libtorch's tutorial style: a defaulted tensor argument and an undefined gradient for it.
+struct ScaledLinear : dl::autograd::Function<ScaledLinear> {
+  static Tensor<float> forward(dl::autograd::Context& ctx, const Tensor<float>& x, const Tensor<float>& w,
+                               const Tensor<float>& bias = Tensor<float>()) {
+    ctx.save_for_backward(x, w);
+    return dl::matmul(x, w.t());
+  }
+  static std::vector<Tensor<float>> backward(dl::autograd::Context& ctx, const Tensor<float>& g) {
+    const auto x = ctx.saved<float>(0), w = ctx.saved<float>(1);
+    return {dl::matmul(g, w), dl::matmul(g.t(), x), Tensor<float>()};  // one more than the tensor inputs
+  }
+};
+}  // namespace
+
+TEST_CASE("libtorch's autograd tutorial forms: grad with braced lists, trailing undefined gradients") {
+  // torch::autograd::grad({output}, {input}, {grad_output}, retain_graph, create_graph)
+  Tensor<float> x = dl::tensor<float>({1.0f, 2.0f, 3.0f}).requires_grad_();
+  Tensor<float> y = x * x;
+  const auto g = dl::autograd::grad({y}, {x}, {dl::ones_like(y)}, std::nullopt, /*create_graph=*/true);
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].at(2) == doctest::Approx(6.0f));
+  CHECK(g[0].requires_grad());  // create_graph: the gradient is differentiable
+
+  // A backward that returns an undefined gradient past its tensor inputs: dropped, as libtorch does.
+  Tensor<float> a = dl::randn({2, 3}).requires_grad_(), w = dl::randn({4, 3}).requires_grad_();
+  ScaledLinear::apply(a, w).sum().backward();
+  CHECK(dl::allclose(a.grad(), dl::matmul(dl::ones<float>({2, 4}), w), 1e-5, 1e-6));
+  CHECK(dl::allclose(w.grad(), dl::matmul(dl::ones<float>({4, 2}), a), 1e-5, 1e-6));
+}

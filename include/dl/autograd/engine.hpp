@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <queue>
 #include <unordered_map>
@@ -272,6 +273,15 @@ template <scalar_type T>
 std::vector<Tensor<T>> grad(const std::vector<Tensor<T>>& outputs, const std::vector<Tensor<T>>& inputs,
                             const std::vector<Tensor<T>>& grad_outputs = {}, std::optional<bool> retain_graph = {},
                             bool create_graph = false, bool allow_unused = false);
+/// grad({out}, {x}, {g}, ...) with braced lists, as libtorch code writes it (a braced list does not
+/// deduce the vector overload's element type).
+template <scalar_type T>
+std::vector<Tensor<T>> grad(std::initializer_list<Tensor<T>> outputs, std::initializer_list<Tensor<T>> inputs,
+                            std::initializer_list<Tensor<T>> grad_outputs = {}, std::optional<bool> retain_graph = {},
+                            bool create_graph = false, bool allow_unused = false) {
+  return grad(std::vector<Tensor<T>>(outputs), std::vector<Tensor<T>>(inputs), std::vector<Tensor<T>>(grad_outputs),
+              retain_graph, create_graph, allow_unused);
+}
 
 }  // namespace autograd
 

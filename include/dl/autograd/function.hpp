@@ -171,6 +171,9 @@ struct Function {
         }
       std::vector<TensorImplPtr> out;
       invoke(grads, out, std::make_index_sequence<backward_arity()>{});
+      // Undefined gradients past the tensor inputs (for defaulted or non-tensor arguments, as
+      // libtorch's `return {grad, torch::Tensor()}`) are dropped, as libtorch does.
+      while (out.size() > next_edges().size() && !out.back()) out.pop_back();
       DL_CHECK(out.size() == next_edges().size(), "function ", name_, " returned an incorrect number of gradients (expected ",
                next_edges().size(), ", got ", out.size(), ")");
       return out;
