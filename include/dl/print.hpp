@@ -57,7 +57,7 @@ inline std::string py_float(double v) {
   } else {
     out = digits.substr(0, 1);
     if (digits.size() > 1) out += "." + digits.substr(1);
-    char eb[8];
+    char eb[16];  // room for any int exponent (GCC checks it: -Wformat-truncation)
     std::snprintf(eb, sizeof eb, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
     out += eb;
   }

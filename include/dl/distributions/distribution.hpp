@@ -136,7 +136,7 @@ auto clamp_probs(E&& p) {
 /// The shape without its last n dims. @pre n <= s.size()
 inline Shape drop_last(const Shape& s, size_t n) {
   Shape r;
-  for (size_t i = 0; i + n < s.size(); ++i) r.push_back(s[i]);
+  for (int i = 0; i + int(n) < s.size(); ++i) r.push_back(s[i]);
   return r;
 }
 /// Shape concatenation.
@@ -192,13 +192,13 @@ namespace detail {
 
 inline std::string torch_size(const Shape& s) {
   std::string r = "torch.Size([";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  for (int i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + "])";
 }
 
 inline std::string py_shape(const Shape& s) {
   std::string r = "(";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  for (int i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + (s.size() == 1 ? ",)" : ")");
 }
 
@@ -320,14 +320,14 @@ void Distribution<T, V>::check_param(const std::string& param, const Tensor<T>& 
 
 template <scalar_type T, scalar_type V>
 void Distribution<T, V>::check_sample_shape(const Shape& actual) const {
-  const size_t ne = event_shape_.size();
+  const int ne = event_shape_.size();
   Shape tail;
-  for (size_t k = actual.size() >= ne ? actual.size() - ne : 0; k < actual.size(); ++k) tail.push_back(actual[k]);
+  for (int k = actual.size() >= ne ? actual.size() - ne : 0; k < actual.size(); ++k) tail.push_back(actual[k]);
   DL_CHECK(actual.size() >= ne && tail == event_shape_,
            "The right-most size of value must match event_shape: ", detail::torch_size(actual), " vs ",
            detail::torch_size(event_shape_), ".");
   const Shape expected = extended_shape();
-  for (size_t k = 0; k < std::min(actual.size(), expected.size()); ++k) {
+  for (int k = 0; k < std::min(actual.size(), expected.size()); ++k) {
     const int64_t i = actual[actual.size() - 1 - k], j = expected[expected.size() - 1 - k];
     DL_CHECK(i == 1 || j == 1 || i == j, "Value is not broadcastable with batch_shape+event_shape: ",
              detail::torch_size(actual), " vs ", detail::torch_size(expected), ".");

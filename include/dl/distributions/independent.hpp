@@ -20,9 +20,9 @@ class Independent : public Distribution<T, V> {
     const Shape& b = base.batch_shape();
     DL_CHECK(n_ >= 0 && n_ <= int64_t(b.size()), "Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual ",
              n_, " vs ", b.size());
-    const size_t split = b.size() - size_t(n_);
+    const int split = b.size() - int(n_);
     Shape batch, event;
-    for (size_t i = 0; i < b.size(); ++i) (i < split ? batch : event).push_back(b[i]);
+    for (int i = 0; i < b.size(); ++i) (i < split ? batch : event).push_back(b[i]);
     this->init(batch, detail::cat_shapes(event, base.event_shape()), validate_args.value_or(base.validate_args()));
   }
   const Distribution<T, V>& base_dist() const { return *base_; }

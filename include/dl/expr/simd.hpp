@@ -2,7 +2,7 @@
 // how rules' helpers (select) act on batches. Only evaluators include this header.
 #pragma once
 
-#include <xsimd/xsimd.hpp>
+#include "../xsimd.hpp"
 
 #include "ops.hpp"
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <xsimd/xsimd.hpp>
+#include "../xsimd.hpp"
 
 #include "../parallel.hpp"
 

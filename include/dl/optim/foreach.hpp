@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include <xsimd/xsimd.hpp>
+#include "../xsimd.hpp"
 
 #include "../expr/simd.hpp"
 #include "../tensor.hpp"
