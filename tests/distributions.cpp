@@ -159,7 +159,21 @@ TEST_CASE("discrete distributions against PyTorch") {
   ref.check(mult.log_prob(dl::tensor<double>({{1, 2, 3}, {6, 0, 0}})), "multinomial/log_prob", 1e-10);
   ref.check(mult.mean(), "multinomial/mean", 1e-12);
   ref.check(mult.variance(), "multinomial/variance", 1e-12);
+  ref.check(mult.entropy(), "multinomial/entropy", 1e-10);
   CHECK(mult.event_shape() == dl::Shape{3});
+  {  // entropy = -sum P(x) log P(x) over every count vector, and its gradient
+    const D::Multinomial<double> m3(3, vec({0.2, 0.5, 0.3}));
+    double h = 0;
+    for (int a = 0; a <= 3; ++a)
+      for (int b = 0; a + b <= 3; ++b) {
+        const double lp = m3.log_prob(vec({double(a), double(b), double(3 - a - b)})).item();
+        h -= std::exp(lp) * lp;
+      }
+    CHECK(m3.entropy().item() == doctest::Approx(h).epsilon(1e-12));
+    const Tensor<double> w = vec({0.2, 0.5, 0.3}).requires_grad_();
+    CHECK(dl::autograd::gradcheck([](auto& in) { return D::Multinomial<double>(4, Tensor<double>(in[0] / in[0].sum())).entropy(); }, {w}));
+    CHECK(D::Multinomial<double>(2, vec({0.0, 1.0})).entropy().item() == doctest::Approx(0.0));  // certain outcome
+  }
 }
 
 TEST_CASE("MultivariateNormal and Independent") {

@@ -76,6 +76,7 @@ mult = Multinomial(6, torch.tensor([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]]))
 w.put("multinomial/log_prob", mult.log_prob(torch.tensor([[1.0, 2.0, 3.0], [6.0, 0.0, 0.0]])))
 w.put("multinomial/mean", mult.mean)
 w.put("multinomial/variance", mult.variance)
+w.put("multinomial/entropy", mult.entropy())
 
 cov = torch.tensor([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]])
 loc = pos(0.5, -1.0, 2.0)

@@ -2,6 +2,8 @@
 // torch.distributions.Multinomial.
 #pragma once
 
+#include <cmath>
+
 #include "binomial.hpp"
 #include "categorical.hpp"
 
@@ -48,6 +50,21 @@ class Multinomial : public Distribution<T> {
     const Tensor<T> log_powers = dl::where((value == T(0)) & (logits == -std::numeric_limits<T>::infinity()), T(0), logits * value).sum(-1);
     const Tensor<T> total = value.sum(-1);
     return Tensor<T>(dl::lgamma(total + T(1)) - dl::lgamma(value + T(1)).sum(-1) + log_powers);
+  }
+  /// PyTorch's formula: n H(Categorical(p)) - log n! + sum_k E[log x_k!] with x_k ~ Binomial(n, p_k),
+  /// the expectation summed over x = 0..n (n + 1 fused passes over probs).
+  Tensor<T> entropy() const override {
+    const int64_t n = total_count_;
+    const Tensor<T>& p = probs();
+    const Tensor<T> log_p = dl::log(p), log_1mp = dl::log1p(-p);
+    Tensor<T> expected = zeros<T>(p.shape());
+    for (int64_t x = 1; x <= n; ++x) {  // x = 0 adds log 0! = 0
+      const double log_choose = std::lgamma(double(n) + 1) - std::lgamma(double(x) + 1) - std::lgamma(double(n - x) + 1);
+      // (n - x) log(1 - p) is left out at x = n, so that p = 1 gives pmf 1 there, not 0 * -inf.
+      const Tensor<T> log_pmf = x < n ? Tensor<T>(log_p * T(x) + log_1mp * T(n - x) + T(log_choose)) : Tensor<T>(log_p * T(x));
+      expected = expected + dl::exp(log_pmf) * T(std::lgamma(double(x) + 1));
+    }
+    return Tensor<T>(categorical_.entropy() * T(n) - T(std::lgamma(double(n) + 1)) + expected.sum(-1));
   }
   Tensor<T> mean() const override { return probs() * T(total_count_); }
   Tensor<T> variance() const override { return probs() * (T(1) - probs()) * T(total_count_); }
