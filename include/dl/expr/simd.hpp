@@ -11,10 +11,17 @@ namespace dl::expr {
 template <class T>
 using batch = xsimd::batch<T>;
 
-/// Element types the CPU evaluator runs with full-width SIMD.
+/// Element types the CPU evaluator runs with full-width SIMD. In a translation unit compiled by
+/// nvcc the CPU evaluator runs scalar loops instead: nvcc rejects xsimd batches (vector types)
+/// inside the bodies of the __host__ __device__ op functors that CUDA kernels share with the CPU.
+#if defined(__CUDACC__)
+template <class T>
+inline constexpr bool simd_element = false;
+#else
 template <class T>
 inline constexpr bool simd_element = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                                      std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
+#endif
 
 template <class T, class A>
 struct scalar_of<xsimd::batch_bool<T, A>> {
