@@ -7,8 +7,31 @@
 // One annotation for functions that must run on the host and, later, inside CUDA kernels.
 #if defined(__CUDACC__)
 #define DL_HD __host__ __device__
+// GCC-specific loop pragmas (#pragma GCC unroll) in host-only kernels are GCC's business, not nvcc's.
+#pragma nv_diag_suppress 1675
 #else
 #define DL_HD
+#endif
+
+// Before a __host__ __device__ template that only forwards (static_for, select, a rule's d<I>...):
+// nvcc's execution-space check is off for it (the Eigen/Thrust idiom), because on the host it
+// forwards host-only things (tensor handles, host lambdas); what it forwards to in a kernel is
+// checked where that is defined. Everything else keeps the check, and dl_cuda_args make its
+// warning an error (-Werror cross-execution-space-call): a host function called from device code
+// would otherwise compile into a kernel that silently skips the call.
+#if defined(__CUDACC__)
+#define DL_NO_EXEC_CHECK _Pragma("nv_exec_check_disable")
+#else
+#define DL_NO_EXEC_CHECK
+#endif
+// Before an op's derivative rule d<I>: the create_graph path instantiates rules with lazy
+// expressions (host-only types), so the check is off there too. tests/cuda_rules.cu compiles every
+// rule's device kernel with DL_CHECK_DEVICE_RULES defined, which keeps the check on, and without
+// instantiating any host-side rule: a rule that calls a host function fails that build.
+#if defined(__CUDACC__) && !defined(DL_CHECK_DEVICE_RULES)
+#define DL_RULE_NO_EXEC_CHECK DL_NO_EXEC_CHECK
+#else
+#define DL_RULE_NO_EXEC_CHECK
 #endif
 
 // Force inlining of the tiny evaluation functions of expression trees: a fused loop is only

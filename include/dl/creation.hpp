@@ -86,13 +86,26 @@ template <scalar_type T> Tensor<T> empty_like(const Tensor<T>& t) { return empty
 template <scalar_type T> Tensor<T> zeros_like(const Tensor<T>& t) { return zeros<T>(t.shape(), t.device()); }
 template <scalar_type T> Tensor<T> ones_like(const Tensor<T>& t) { return ones<T>(t.shape(), t.device()); }
 template <scalar_type T, expr::number V> Tensor<T> full_like(const Tensor<T>& t, V v) { return full<T>(t.shape(), v, t.device()); }
-template <scalar_type T> Tensor<T> rand_like(const Tensor<T>& t, Generator* g = nullptr) { return rand<T>(t.shape(), g); }
-template <scalar_type T> Tensor<T> randn_like(const Tensor<T>& t, Generator* g = nullptr) { return randn<T>(t.shape(), g); }
+// Random tensors on a device: the values are drawn on the host from the same Philox stream as the
+// CPU functions and copied, so manual_seed(s) gives the same tensor on every device.
+template <scalar_type T = float>
+Tensor<T> rand(Shape shape, Device device, Generator* gen = nullptr) { return rand<T>(shape, gen).to(device); }
+template <scalar_type T = float>
+Tensor<T> randn(Shape shape, Device device, Generator* gen = nullptr) { return randn<T>(shape, gen).to(device); }
+template <scalar_type T = int64_t>
+Tensor<T> randint(int64_t low, int64_t high, Shape shape, Device device, Generator* gen = nullptr) {
+  return randint<T>(low, high, shape, gen).to(device);
+}
+template <scalar_type T = int64_t>
+Tensor<T> randperm(int64_t n, Device device, Generator* gen = nullptr) { return randperm<T>(n, gen).to(device); }
+
+template <scalar_type T> Tensor<T> rand_like(const Tensor<T>& t, Generator* g = nullptr) { return rand<T>(t.shape(), g).to(t.device()); }
+template <scalar_type T> Tensor<T> randn_like(const Tensor<T>& t, Generator* g = nullptr) { return randn<T>(t.shape(), g).to(t.device()); }
 template <scalar_type T> Tensor<T> randint_like(const Tensor<T>& t, int64_t low, int64_t high, Generator* g = nullptr) {
-  return randint<T>(low, high, t.shape(), g);
+  return randint<T>(low, high, t.shape(), g).to(t.device());
 }
 
-// The same with options (device, requires_grad; a dtype must match T). rand/randn: CPU only.
+// The same with options (device, requires_grad; a dtype must match T).
 template <scalar_type T = float>
 Tensor<T> empty(Shape shape, const TensorOptions& options);
 template <scalar_type T = float>
@@ -126,10 +139,6 @@ template <scalar_type T> Tensor<T> tensor(const std::vector<T>& values);
 // ------------------------------------------------------------------------------ implementation
 
 namespace detail {
-template <class T>
-void check_cpu(Device d, const char* what) {
-  DL_CHECK(d.is_cpu(), what, ": device ", d, " is not supported here; include <dl/cuda.hpp> for CUDA tensors");
-}
 template <class T>
 using default_full_t = std::conditional_t<std::is_same_v<T, bool>, bool, std::conditional_t<std::is_integral_v<T>, int64_t, float>>;
 }  // namespace detail
@@ -339,11 +348,13 @@ void check_options(const TensorOptions& o, const char* what, bool cpu_only = fal
     throw Error(cat(what, ": the options ask for dtype ", dtype_name(*o.dtype), " but the tensor type is Tensor<",
                     cpp_type_name<T>(), ">; dl's element type is a template argument: dl::", what, "<", want, ">(...)"));
   }
-  if (cpu_only) check_cpu<T>(o.device, what);
+  (void)cpu_only;
 }
-/// t with the options' requires_grad applied.
+/// t on the options' device, with their requires_grad applied. Functions that fill on the host
+/// (rand, randn, eye, tensor) copy to the device here, so a seed gives the same values everywhere.
 template <class T>
 Tensor<T> with_options(Tensor<T> t, const TensorOptions& o) {
+  if (t.device() != o.device) t = t.to(o.device);
   if (o.requires_grad) t.requires_grad_();
   return t;
 }

@@ -31,7 +31,7 @@ void check_write_overlap(const Tensor<T>& out, const N& n, const char* what) {
   const auto olo = out_range.first, ohi = out_range.second;
   expr::for_each_leaf(n, [&](const auto& t) {
     if (t.impl()->storage != out.impl()->storage) return;
-    const bool same = t.data() == static_cast<const void*>(out.data()) && t.shape() == out.shape() && t.strides() == out.strides();
+    const bool same = t.data_ptr() == static_cast<const void*>(out.data_ptr()) && t.shape() == out.shape() && t.strides() == out.strides();
     if (same) return;
     const auto [lo, hi] = byte_range(*t.impl());
     DL_CHECK(hi < olo || lo > ohi, what,
@@ -194,6 +194,13 @@ template <expr::operand E>
 Tensor<T>& Tensor<T>::copy_(const E& src) {
   if constexpr (expr::number<E>) {
     return fill_(T(src));
+  } else if constexpr (requires { src.impl(); src.device(); }) {
+    // A tensor on another device is copied across first (x.copy_(cpu_tensor) on a CUDA x).
+    if (src.device() != device()) {
+      const auto moved = src.to(device());
+      return detail::inplace_update(*this, [&](const Tensor&) { return detail::as_type<T>(moved); }, false, "copy_");
+    }
+    return detail::inplace_update(*this, [&](const Tensor&) { return detail::as_type<T>(src); }, false, "copy_");
   } else {
     return detail::inplace_update(*this, [&](const Tensor&) { return detail::as_type<T>(src); }, false, "copy_");
   }
@@ -205,7 +212,7 @@ Tensor<T>& Tensor<T>::uniform_(double from, double to) {
   DL_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   Tensor<T> r = empty<T>(shape());
   detail::fill_uniform(r.data(), r.numel(), from, to, nullptr);
-  return copy_(r);
+  return copy_(r.to(device()));  // drawn on the host: the same values on every device
 }
 
 template <scalar_type T>
@@ -214,7 +221,7 @@ Tensor<T>& Tensor<T>::normal_(double mean, double std) {
   DL_CHECK(std >= 0, "normal expects std >= 0.0, but found std ", std);
   Tensor<T> r = empty<T>(shape());
   detail::fill_normal(r.data(), r.numel(), mean, std, nullptr);
-  return copy_(r);
+  return copy_(r.to(device()));
 }
 
 template <scalar_type T>

@@ -192,6 +192,14 @@ std::string to_string(const Tensor<T>& t) {
   const int indent = int(prefix.size());
   std::vector<std::string> suffixes;
   std::string body;
+  if (t.device().is_cuda()) {  // printed from a host copy, with PyTorch's device suffix
+    std::string s = to_string(t.detach().to(kCPU));
+    s.pop_back();
+    s += ", device='" + t.device().str() + "'";
+    if (auto fn = t.grad_fn()) s += ", grad_fn=<" + fn->name() + ">";
+    else if (t.requires_grad()) s += ", requires_grad=True";
+    return s + ")";
+  }
   if (t.numel() == 0) {
     if (t.dim() != 1) {
       std::string size = "size=(";

@@ -50,6 +50,12 @@ struct TensorImpl {
 using TensorImplPtr = std::shared_ptr<TensorImpl>;
 
 namespace detail {
+[[noreturn]] inline void host_data_of_device_tensor(Device d) {
+  throw Error(cat("this operation reads the tensor's elements on the host, but the tensor is on ", d,
+                  ": it has no CUDA implementation yet. Copy the tensor with .cpu() first (data_ptr() gives the raw ",
+                  "device pointer)"));
+}
+
 /// A fresh contiguous TensorImpl of `shape` (uninitialised memory).
 inline TensorImplPtr make_impl(ScalarType dtype, const Shape& shape, Device device = kCPU) {
   auto impl = std::make_shared<TensorImpl>();
@@ -97,9 +103,18 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   ScalarType dtype() const { return dtype_of<T>; }
   Device device() const { return impl_->storage->device(); }
   bool is_contiguous() const { return dl::is_contiguous(impl_->shape, impl_->strides); }
-  /// Pointer to the first element (storage data + offset). Writes through it are not seen by
-  /// autograd's version counter; use bump_version() after writing through raw pointers.
-  T* data() const { return static_cast<T*>(impl_->data()); }
+  /// Pointer to the first element (storage data + offset) in host memory; a CUDA tensor throws
+  /// (its memory is not readable here: copy it with cpu(), or take data_ptr()). Writes through it
+  /// are not seen by autograd's version counter; use bump_version() after writing through raw
+  /// pointers.
+  T* data() const {
+    if (impl_->storage->device().is_cuda()) [[unlikely]]
+      detail::host_data_of_device_tensor(impl_->storage->device());
+    return static_cast<T*>(impl_->data());
+  }
+  /// Pointer to the first element on whatever device holds it (a device pointer for a CUDA
+  /// tensor, to pass to CUDA libraries and kernels), as torch.Tensor.data_ptr().
+  T* data_ptr() const { return static_cast<T*>(impl_->data()); }
   /// Version counter of the storage (incremented by every in-place op).
   uint32_t version() const { return impl_->storage->version(); }
   void bump_version() const { impl_->storage->bump_version(); }
@@ -120,8 +135,19 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   /// A copy converted to element type U (the same tensor when U == T, as PyTorch).
   template <scalar_type U>
   Tensor<U> to() const;
-  /// The tensor on `device` (itself when already there).
-  Tensor to(Device device) const;
+  /// The tensor on `device` (itself when already there); differentiable. non_blocking copies
+  /// between pinned host memory and the GPU run asynchronously on the current stream.
+  Tensor to(Device device, bool non_blocking = false) const;
+  /// The tensor on CUDA device `index` (to(Device(kCUDA, index))).
+  Tensor cuda(int index = 0, bool non_blocking = false) const { return to(Device(kCUDA, index), non_blocking); }
+  /// The tensor on the CPU.
+  Tensor cpu() const { return to(kCPU); }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  /// A copy in page-locked (pinned) host memory, for asynchronous copies to the GPU (needs
+  /// <dl/cuda.hpp>); a pinned tensor is returned as is.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
   /// Materialised copy with its own storage (contiguous); differentiable.
   Tensor clone() const;
   /// This tensor if contiguous, otherwise a contiguous copy.
@@ -303,3 +329,6 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
 #include "views.hpp"
 #include "inplace.hpp"
 #include "print.hpp"
+#if defined(__CUDACC__)
+#include "cuda/kernels.hpp"
+#endif

@@ -382,7 +382,7 @@ Tensor<T>::Tensor(const E& e, dl::SourceLocation site) {
   if (scope) [[unlikely]]
     expr::for_each_leaf(e, [&](const auto& leaf) { scope.input(leaf); });
   const Shape shape = expr::shape_of(e);
-  impl_ = detail::make_impl(dtype_of<T>, shape);
+  impl_ = detail::make_impl(dtype_of<T>, shape, expr::device_of(e));
   expr::assign(*this, e);
   autograd::record_expr(e, *this);
 }
@@ -392,6 +392,13 @@ Tensor<T>::Tensor(const E& e, dl::SourceLocation site) {
 template <scalar_type T>
 T Tensor<T>::item() const {
   DL_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to Scalar (shape ", shape(), ")");
+  if (device().is_cuda()) {
+    T v;
+    auto& hooks = detail::cuda_runtime_hooks();
+    if (!hooks.copy) detail::no_cuda_runtime(device());
+    hooks.copy(&v, kCPU, data_ptr(), device(), sizeof(T), false);
+    return v;
+  }
   return *data();
 }
 
@@ -399,6 +406,8 @@ template <scalar_type T>
 template <std::integral... I>
 T& Tensor<T>::at(I... idx) const {
   DL_CHECK(int(sizeof...(I)) == dim(), "at: got ", sizeof...(I), " indices for a ", dim(), "-d tensor of shape ", shape());
+  DL_CHECK(device().is_cpu(), "at(): the tensor is on ", device(),
+           "; a reference to one element needs host memory (use item(), or to(dl::kCPU) first)");
   const int64_t ix[] = {int64_t(idx)..., 0};
   int64_t off = 0;
   for (int d = 0; d < dim(); ++d) {
@@ -420,10 +429,70 @@ Tensor<U> Tensor<T>::to() const {
   else return Tensor<U>(expr::cast<U>(*this));
 }
 
+namespace detail {
+/// Backward of a copy between devices: the gradient copied back.
+template <class T>
+class ToCopyBackward : public autograd::Node {
+ public:
+  explicit ToCopyBackward(Device src) : src_(src) {}
+  std::string name() const override { return "ToCopyBackward0"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override { return {Tensor<T>(g[0]).to(src_).impl()}; }
+
+ private:
+  Device src_;
+};
+template <class T>
+void record_to_device(const Tensor<T>& src, const Tensor<T>& out) {
+  if (!autograd::any_requires_grad(src)) return;
+  auto node = std::make_shared<ToCopyBackward<T>>(src.device());
+  node->mutable_next_edges().push_back(autograd::gradient_edge(src.impl()));
+  autograd::set_history(out, node);
+}
+
+/// A contiguous copy of `src` on `device`; src must be contiguous (elements copied as bytes).
+template <class T>
+Tensor<T> copy_to_device(const Tensor<T>& src, Device device, bool non_blocking) {
+  auto& hooks = cuda_runtime_hooks();
+  if (!hooks.copy) no_cuda_runtime(src.device().is_cuda() ? src.device() : device);
+  Tensor<T> out(make_impl(dtype_of<T>, src.shape(), device));
+  if (src.numel() > 0)
+    hooks.copy(out.data_ptr(), device, src.data_ptr(), src.device(), size_t(src.numel()) * sizeof(T), non_blocking);
+  return out;
+}
+}  // namespace detail
+
 template <scalar_type T>
-Tensor<T> Tensor<T>::to(Device device) const {
+Tensor<T> Tensor<T>::to(Device device, bool non_blocking) const {
   if (device == this->device()) return *this;
-  throw Error(detail::cat("to(", device, "): dl was built without CUDA support; include <dl/cuda.hpp> in a CUDA-enabled build"));
+  // Strided sources are made contiguous where they are (a kernel on the GPU, a loop on the CPU),
+  // then copied as one block.
+  Tensor<T> out = detail::copy_to_device(contiguous(), device, non_blocking);
+  if constexpr (floating_scalar<T>) detail::record_to_device(*this, out);
+  return out;
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::pin_memory() const {
+  DL_CHECK(device().is_cpu(), "cannot pin '", type_name(), "': only dense CPU tensors can be pinned");
+  if (is_pinned()) return *this;
+  auto& hooks = detail::cuda_runtime_hooks();
+  if (!hooks.pinned_alloc) detail::no_cuda_runtime(Device(kCUDA, 0));
+  const Tensor<T> src = contiguous();
+  const size_t nbytes = size_t(numel()) * sizeof(T);
+  void* p = hooks.pinned_alloc(nbytes);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = Storage::wrap(p, nbytes, kCPU, hooks.pinned_free);
+  impl->shape = shape();
+  impl->strides = contiguous_strides(shape());
+  impl->dtype = dtype_of<T>;
+  if (nbytes) std::memcpy(p, src.data(), nbytes);
+  return Tensor<T>(impl);
+}
+
+template <scalar_type T>
+bool Tensor<T>::is_pinned() const {
+  auto& hooks = detail::cuda_runtime_hooks();
+  return device().is_cpu() && hooks.is_pinned && numel() > 0 && hooks.is_pinned(data());
 }
 
 template <scalar_type T>

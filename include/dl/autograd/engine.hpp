@@ -101,8 +101,14 @@ void scan_nonfinite(const TensorImpl& t, bool* nan, bool* inf) {
   for (size_t i = 0; i < out.size(); ++i) {
     if (!out[i]) continue;
     bool nan = false, inf = false;
-    if (out[i]->dtype == ScalarType::Float) scan_nonfinite<float>(*out[i], &nan, &inf);
-    else if (out[i]->dtype == ScalarType::Double) scan_nonfinite<double>(*out[i], &nan, &inf);
+    TensorImplPtr g = out[i];
+    if (g->storage->device().is_cuda()) {  // scanned from a host copy
+      NoGradGuard no_grad;
+      if (g->dtype == ScalarType::Float) g = Tensor<float>(g).to(kCPU).impl();
+      else if (g->dtype == ScalarType::Double) g = Tensor<double>(g).to(kCPU).impl();
+    }
+    if (g->dtype == ScalarType::Float) scan_nonfinite<float>(*g, &nan, &inf);
+    else if (g->dtype == ScalarType::Double) scan_nonfinite<double>(*g, &nan, &inf);
     DL_CHECK(!nan && !inf, "Function '", node.name(), "' returned ", nan ? "nan" : "inf", " values in its ", i,
              "th output.\n", where());
   }

@@ -175,14 +175,14 @@ struct BackwardBody {
   int64_t row_off = 0;
   bool stream = false;  // streaming stores (large gradients, see expr::kStreamBytes)
 
-  DL_INLINE void seek(const int64_t* idx, int nouter) {
+  DL_HD DL_INLINE void seek(const int64_t* idx, int nouter) {
     src.seek(idx, nouter);
     g.seek(idx, nouter);
     row_off = 0;
     for (int d = 0; d < nouter; ++d) row_off += idx[d] * st[d];
   }
   template <bool Simd, expr::Access A>
-  DL_INLINE void step(int64_t j) {
+  DL_HD DL_INLINE void step(int64_t j) {
     const auto tape = src.template tape<A, Simd>(j);
     expr::acc_t<View, Simd> acc{};
     src.template backprop<0, Simd>(tape, g.template at<A, Simd>(j), acc);
@@ -208,7 +208,7 @@ struct BackwardBody {
     return 0;
   }
   template <expr::Access A>
-  DL_INLINE void run(int64_t j0, int64_t j1) {
+  DL_HD DL_INLINE void run(int64_t j0, int64_t j1) {
     int64_t j = j0;
     using E = typename View::simd_type;
     if constexpr (A != expr::Access::Strided && !std::is_void_v<E> && std::is_same_v<E, typename GView::simd_type>) {
@@ -232,18 +232,26 @@ auto convert_node(const N& n) {
 /// reaches: the same rules as the fused pass, applied to lazy expressions so that the result is
 /// itself differentiable (create_graph).
 template <size_t Offset, class N, class G, class F>
+void backprop_expr(const N& n, const G& g, F&& f);
+
+/// The adjoint of operand I of apply node n, pushed on down (when gradient flows into it). A
+/// function of its own: nvcc does not discard an `if constexpr` branch inside a generic lambda.
+template <size_t Offset, size_t I, class N, class G, class F, size_t... Is>
+void backprop_operand(const N& n, const G& g, F& f, std::index_sequence<Is...>) {
+  using V = expr::view_t<N>;
+  if constexpr (V::template grad_flows<I>) {
+    auto gi = n.op.template d<I>(convert_node<typename V::template input_t<Is>>(expr::get<Is>(n.args))..., n, g);
+    backprop_expr<Offset + V::leaf_offsets[I]>(expr::get<I>(n.args), expr::as_node(gi), f);
+  }
+}
+
+template <size_t Offset, class N, class G, class F>
 void backprop_expr(const N& n, const G& g, F&& f) {
   if constexpr (expr::is_leaf_v<N>) {
     f(std::integral_constant<size_t, Offset>{}, g);
   } else if constexpr (expr::is_apply_v<N>) {
-    using V = expr::view_t<N>;
     expr::static_for<N::arity>([&](auto I) {
-      if constexpr (V::template grad_flows<I>) {
-        auto gi = [&]<size_t... Is>(std::index_sequence<Is...>) {
-          return n.op.template d<I>(convert_node<typename V::template input_t<Is>>(expr::get<Is>(n.args))..., n, g);
-        }(std::make_index_sequence<N::arity>{});
-        backprop_expr<Offset + V::leaf_offsets[I]>(expr::get<I>(n.args), expr::as_node(gi), f);
-      }
+      backprop_operand<Offset, I>(n, g, f, std::make_index_sequence<N::arity>{});
     });
   }
 }
@@ -318,7 +326,7 @@ class ExprBackward : public Node {
     });
     std::array<bool, kLeaves + 1> read{};
     detail::mark_value_reads<N>(read.data(), false);
-    for (size_t k = 0; k < kLeaves; ++k) unchecked_[k] = !read[k];
+    for (size_t k = 0; k < unchecked_.size(); ++k) unchecked_[k] = !read[k];
   }
 
   std::string name() const override {
@@ -385,14 +393,14 @@ class ExprBackward : public Node {
         if (!next_edges()[K].valid()) return;
         const Shape ls = leaf_shape<K>();
         // A broadcast leaf's adjoint is written at full size, then summed to the leaf's shape.
-        auto impl = dl::detail::make_impl(dtype_of<L>, broadcast_mask(ls, shape_) ? shape_ : ls);
+        auto impl = dl::detail::make_impl(dtype_of<L>, broadcast_mask(ls, shape_) ? shape_ : ls, g.device());
         body.outs[K] = impl->data();
         out[K] = impl;
         any = true;
       }
     });
     if (!any) return;
-    run_body(body);
+    run_body(body, g.device());
     expr::static_for<kLeaves>([&](auto K) {
       using L = typename detail::list_at<typename View::leaf_types, K>::type;
       if constexpr (floating_scalar<L>) {
@@ -403,9 +411,9 @@ class ExprBackward : public Node {
         Shape keep = shape_;
         for (int d = 0; d < keep.size(); ++d)
           if ((mask >> d) & 1) keep[d] = 1;
-        auto sum = dl::detail::make_impl(dtype_of<L>, keep);
+        auto sum = dl::detail::make_impl(dtype_of<L>, keep, g.device());
         expr::reduce_into<expr::SumReducer<L>, L>(expr::lower(expr::Leaf<L>{Tensor<L>(out[K])}, shape_), shape_, mask,
-                                                  static_cast<L*>(sum->data()));
+                                                  static_cast<L*>(sum->data()), g.device());
         sum->shape = ls;
         sum->strides = contiguous_strides(ls);
         out[K] = sum;
@@ -414,13 +422,18 @@ class ExprBackward : public Node {
   }
 
   template <class Body>
-  void run_body(Body& body) {
+  void run_body(Body& body, Device device) {
     std::array<int64_t*, 80> inputs;
     size_t n = 0;
     body.src.for_each_stride([&](int64_t* s) { inputs[n++] = s; });
     body.g.for_each_stride([&](int64_t* s) { inputs[n++] = s; });
     int64_t* outputs[1] = {body.st};
     const expr::LoopPlan plan = expr::plan_loop(shape_, std::span(inputs.data(), n), outputs);
+    if (device.is_cuda()) {
+      body.stream = false;
+      expr::run_loop_device(plan, body, device);
+      return;
+    }
     body.stream = size_t(plan.numel) * sizeof(T) >= expr::kStreamBytes;
     expr::run_loop<false>(plan, body);
   }

@@ -78,6 +78,7 @@ struct LeakyRelu {
     using S = scalar_of_t<X>;
     return select(x > S(0), x, x * S(slope));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -96,6 +97,7 @@ struct Elu {
     using std::expm1;
     return select(x <= S(0), expm1(x * S(input_scale)) * S(alpha * scale), x * S(scale));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -124,6 +126,7 @@ struct Gelu {
     }
     return x * S(0.5) * (S(1) + erf(x * S(kSqrt1_2)));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     if constexpr (node<G>) {
@@ -165,6 +168,7 @@ struct Silu : FloatUnary {
     using std::exp;
     return x / (S(1) + exp(-x));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -180,6 +184,7 @@ struct Mish : FloatUnary {
     using std::exp, std::log1p, std::tanh;
     return x * tanh(log1p(exp(x)));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -202,6 +207,7 @@ struct Softplus {
     const X bx = x * S(beta);
     return select(bx > S(threshold), x, log1p(exp(bx)) / S(beta));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -222,6 +228,7 @@ struct Hardtanh {
     const X lower = select(x < S(lo), X(S(lo)), x);
     return select(lower > S(hi), X(S(hi)), lower);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -238,6 +245,7 @@ struct Hardsigmoid : FloatUnary {
     const X lower = select(t < S(0), X(S(0)), t);
     return select(lower > S(6), X(S(6)), lower) / S(6);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -255,6 +263,7 @@ struct Hardswish : FloatUnary {
     return x * select(lower > S(6), X(S(6)), lower) / S(6);
   }
   /// At x = -3 the gradient is -g / 2 and at x = 3 it is g, as in PyTorch's vectorised kernel.
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -270,6 +279,7 @@ struct LogSigmoid : FloatUnary {
     using std::abs, std::exp, std::log1p;
     return select(x < S(0), x, X(S(0))) - log1p(exp(-abs(x)));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -288,6 +298,7 @@ struct Softsign : FloatUnary {
     using std::abs;
     return x / (abs(x) + S(1));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -304,6 +315,7 @@ struct Tanhshrink : FloatUnary {
     using std::tanh;
     return x - tanh(x);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using std::tanh;
@@ -322,6 +334,7 @@ struct Threshold {
     using S = scalar_of_t<X>;
     return select(x <= S(threshold), X(S(value)), x);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -336,6 +349,7 @@ struct Prelu : FloatBinary {
     using S = scalar_of_t<X>;
     return select(x > S(0), x, w * x);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class W, class O, class G>
   DL_HD auto d(const X& x, const W& w, const O&, const G& g) const {
     using S = scalar_of_t<X>;

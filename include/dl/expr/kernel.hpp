@@ -45,7 +45,7 @@ struct TapeNode {
   Kids kids;
 };
 template <class T>
-DL_INLINE const auto& tape_value(const T& t) {
+DL_HD DL_INLINE const auto& tape_value(const T& t) {
   if constexpr (requires { t.kids; }) return t.value;
   else return t;
 }
@@ -65,14 +65,14 @@ struct LeafView {
   int64_t inner;
   int64_t st[kMaxDims];
 
-  DL_INLINE void seek(const int64_t* idx, int nouter) {
+  DL_HD DL_INLINE void seek(const int64_t* idx, int nouter) {
     const T* p = base;
     for (int d = 0; d < nouter; ++d) p += idx[d] * st[d];
     row = p;
     inner = st[nouter];
   }
   template <Access K, bool Simd>
-  DL_INLINE auto at(int64_t j) const {
+  DL_HD DL_INLINE auto at(int64_t j) const {
     if constexpr (Simd) {
       if constexpr (K == Access::Contig) return batch<T>::load_unaligned(row + j);
       else return inner ? batch<T>::load_unaligned(row + j) : batch<T>(*row);
@@ -86,11 +86,11 @@ struct LeafView {
     f(st);
   }
   template <Access K, bool Simd>
-  DL_INLINE auto tape(int64_t j) const {
+  DL_HD DL_INLINE auto tape(int64_t j) const {
     return at<K, Simd>(j);
   }
   template <size_t Offset, bool Simd, class Tape, class G, class Acc>
-  DL_INLINE void backprop(const Tape&, const G& g, Acc& acc) const {
+  DL_HD DL_INLINE void backprop(const Tape&, const G& g, Acc& acc) const {
     get<Offset>(acc) += static_cast<lane_t<T, Simd>>(g);
   }
 };
@@ -104,20 +104,20 @@ struct ScalarView {
 
   T value;
 
-  DL_INLINE void seek(const int64_t*, int) {}
+  DL_HD DL_INLINE void seek(const int64_t*, int) {}
   template <Access K, bool Simd>
-  DL_INLINE auto at(int64_t) const {
+  DL_HD DL_INLINE auto at(int64_t) const {
     if constexpr (Simd) return batch<T>(value);
     else return value;
   }
   template <class F>
   void for_each_stride(F&&) {}
   template <Access K, bool Simd>
-  DL_INLINE auto tape(int64_t j) const {
+  DL_HD DL_INLINE auto tape(int64_t j) const {
     return at<K, Simd>(j);
   }
   template <size_t Offset, bool Simd, class Tape, class G, class Acc>
-  DL_INLINE void backprop(const Tape&, const G&, Acc&) const {}
+  DL_HD DL_INLINE void backprop(const Tape&, const G&, Acc&) const {}
 };
 
 template <class Op, class T>
@@ -162,11 +162,11 @@ struct ApplyView {
   Op op;
   Tuple<Cs...> args;
 
-  DL_INLINE void seek(const int64_t* idx, int nouter) {
+  DL_HD DL_INLINE void seek(const int64_t* idx, int nouter) {
     static_for<arity>([&](auto I) { get<I>(args).seek(idx, nouter); });
   }
   template <Access K, bool Simd>
-  DL_INLINE auto at(int64_t j) const {
+  DL_HD DL_INLINE auto at(int64_t j) const {
     return at_impl<K, Simd>(j, std::index_sequence_for<Cs...>{});
   }
   template <class F>
@@ -176,12 +176,12 @@ struct ApplyView {
 
   /// The op applied to operand values, with PyTorch's conversions in scalar mode.
   template <bool Simd, class... Vs>
-  DL_INLINE auto combine(const Vs&... vs) const {
+  DL_HD DL_INLINE auto combine(const Vs&... vs) const {
     return combine_impl<Simd>(std::index_sequence_for<Cs...>{}, vs...);
   }
 
   template <Access K, bool Simd>
-  DL_INLINE auto tape(int64_t j) const {
+  DL_HD DL_INLINE auto tape(int64_t j) const {
     return tape_impl<K, Simd>(j, std::index_sequence_for<Cs...>{});
   }
 
@@ -192,29 +192,33 @@ struct ApplyView {
                                      floating_scalar<typename child_t<I>::value_type>;
 
   template <size_t Offset, bool Simd, class Tape, class G, class Acc>
-  DL_INLINE void backprop(const Tape& t, const G& g, Acc& acc) const {
-    static_for<arity>([&](auto I) {
-      if constexpr (grad_flows<I>) {
-        const auto gi = local_grad<I, Simd>(t, g, std::index_sequence_for<Cs...>{});
-        get<I>(args).template backprop<Offset + leaf_offsets[I], Simd>(get<I>(t.kids), gi, acc);
-      }
-    });
+  DL_HD DL_INLINE void backprop(const Tape& t, const G& g, Acc& acc) const {
+    static_for<arity>([&](auto I) { backprop_operand<Offset, I, Simd>(t, g, acc); });
+  }
+  /// Operand I's part of backprop. A function of its own: nvcc does not discard an `if constexpr`
+  /// branch inside a generic lambda.
+  template <size_t Offset, size_t I, bool Simd, class Tape, class G, class Acc>
+  DL_HD DL_INLINE void backprop_operand(const Tape& t, const G& g, Acc& acc) const {
+    if constexpr (grad_flows<I>) {
+      const auto gi = local_grad<I, Simd>(t, g, std::index_sequence_for<Cs...>{});
+      get<I>(args).template backprop<Offset + leaf_offsets[I], Simd>(get<I>(t.kids), gi, acc);
+    }
   }
 
  private:
   template <size_t I, bool Simd, class V>
-  DL_INLINE static auto convert(const V& v) {
+  DL_HD DL_INLINE static auto convert(const V& v) {
     if constexpr (Simd) return v;
     else return static_cast<input_t<I>>(v);
   }
   template <bool Simd, size_t... Is, class... Vs>
-  DL_INLINE auto combine_impl(std::index_sequence<Is...>, const Vs&... vs) const {
+  DL_HD DL_INLINE auto combine_impl(std::index_sequence<Is...>, const Vs&... vs) const {
     if constexpr (Simd) return to_lane(op(vs...));
     else return static_cast<value_type>(op(convert<Is, false>(vs)...));
   }
   /// In SIMD mode a value is a batch and a bool a mask; casts between them convert here.
   template <class R>
-  DL_INLINE static auto to_lane(const R& r) {
+  DL_HD DL_INLINE static auto to_lane(const R& r) {
     using E = simd_type;
     if constexpr (std::is_same_v<value_type, bool> && std::is_same_v<R, batch<E>>) return r != batch<E>(E(0));
     else if constexpr (!std::is_same_v<value_type, bool> && std::is_same_v<R, typename batch<E>::batch_bool_type>)
@@ -222,18 +226,18 @@ struct ApplyView {
     else return r;
   }
   template <Access K, bool Simd, size_t... Is>
-  DL_INLINE auto at_impl(int64_t j, std::index_sequence<Is...> seq) const {
+  DL_HD DL_INLINE auto at_impl(int64_t j, std::index_sequence<Is...> seq) const {
     return combine_impl<Simd>(seq, get<Is>(args).template at<K, Simd>(j)...);
   }
   template <Access K, bool Simd, size_t... Is>
-  DL_INLINE auto tape_impl(int64_t j, std::index_sequence<Is...> seq) const {
+  DL_HD DL_INLINE auto tape_impl(int64_t j, std::index_sequence<Is...> seq) const {
     using Kids = Tuple<decltype(get<Is>(args).template tape<K, Simd>(j))...>;
     Kids kids{{get<Is>(args).template tape<K, Simd>(j)}...};
     auto value = combine_impl<Simd>(seq, tape_value(get<Is>(kids))...);
     return TapeNode<decltype(value), Kids>{value, kids};
   }
   template <size_t I, bool Simd, class Tape, class G, size_t... Is>
-  DL_INLINE auto local_grad(const Tape& t, const G& g, std::index_sequence<Is...>) const {
+  DL_HD DL_INLINE auto local_grad(const Tape& t, const G& g, std::index_sequence<Is...>) const {
     return op.template d<I>(convert<Is, Simd>(tape_value(get<Is>(t.kids)))..., t.value, g);
   }
 };
@@ -287,7 +291,7 @@ void for_each_leaf(const N& n, F&& f) {
 template <scalar_type T>
 LeafView<T> lower(const Leaf<T>& l, const Shape& out) {
   LeafView<T> v{};
-  v.base = l.tensor.data();
+  v.base = l.tensor.data_ptr();
   v.row = v.base;
   const Strides st = broadcast_strides(l.tensor.shape(), l.tensor.strides(), out);
   for (int d = 0; d < st.size(); ++d) v.st[d] = st[d];

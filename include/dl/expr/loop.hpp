@@ -9,6 +9,7 @@
 #include <span>
 
 #include "../parallel.hpp"
+#include "device.hpp"
 #include "kernel.hpp"
 
 namespace dl::expr {
@@ -126,6 +127,50 @@ void run_loop(const LoopPlan& p, const Body& body, int64_t grain = kElementwiseG
   }
 }
 
+/// The CUDA side of run_loop: dl/cuda/kernels.hpp (compiled by nvcc) defines it and registers a
+/// launcher for every Body it sees evaluated (see dl/expr/device.hpp).
+template <class Body>
+struct DeviceRows;
+template <class Body>
+struct DeviceRowsKey {};
+
+/// Runs the body over the plan on CUDA device `device` (one generated kernel). Body must be
+/// trivially copyable and its seek/run __host__ __device__.
+template <class Body>
+void run_loop_device(const LoopPlan& p, const Body& body, Device device) {
+  if (p.numel == 0) return;
+  using Fn = void (*)(const LoopPlan&, const Body&, int);
+#if defined(__CUDACC__)
+  (void)DeviceRows<Body>::registered;
+#endif
+  static const Fn fn = reinterpret_cast<Fn>(dl::detail::KernelRegistry::instance().find(typeid(DeviceRowsKey<Body>)));
+  if (!fn) dl::detail::no_cuda_kernel("expression", typeid(Body));
+  fn(p, body, device.index);
+}
+
+/// Throws PyTorch's error when a leaf of `n` is not on `device`.
+template <node N>
+void check_same_device(const N& n, Device device) {
+  for_each_leaf(n, [&](const auto& t) {
+    if (t.device() != device) [[unlikely]]
+      throw Error(dl::detail::cat("Expected all tensors to be on the same device, but found at least two devices, ",
+                                  device.is_cuda() ? device : t.device(), " and ", device.is_cuda() ? t.device() : device,
+                                  "!"));
+  });
+}
+
+/// The device an expression's leaves live on (the CPU when it has none).
+template <node N>
+Device device_of(const N& n) {
+  Device d = kCPU;
+  bool first = true;
+  for_each_leaf(n, [&](const auto& t) {
+    if (first) d = t.device();
+    first = false;
+  });
+  return d;
+}
+
 /// A strided output pointer that follows the loop's rows.
 template <class T>
 struct OutView {
@@ -134,7 +179,7 @@ struct OutView {
   int64_t inner;
   int64_t st[kMaxDims];
 
-  DL_INLINE void seek(const int64_t* idx, int nouter) {
+  DL_HD DL_INLINE void seek(const int64_t* idx, int nouter) {
     T* p = base;
     for (int d = 0; d < nouter; ++d) p += idx[d] * st[d];
     row = p;
@@ -164,12 +209,12 @@ struct AssignBody {
   OutView<O> out;
   bool stream = false;  // streaming stores (large outputs, see kStreamBytes)
 
-  DL_INLINE void seek(const int64_t* idx, int nouter) {
+  DL_HD DL_INLINE void seek(const int64_t* idx, int nouter) {
     src.seek(idx, nouter);
     out.seek(idx, nouter);
   }
   template <Access K>
-  DL_INLINE void run(int64_t j0, int64_t j1) {
+  DL_HD DL_INLINE void run(int64_t j0, int64_t j1) {
     using E = typename View::simd_type;
     int64_t j = j0;
     if constexpr (K != Access::Strided && !std::is_void_v<E>) {
@@ -192,13 +237,19 @@ struct AssignBody {
 template <class T, node N>
 void assign(const Tensor<T>& out, const N& n) {
   auto view = lower(n, out.shape());
-  auto sink = out_view(out.data(), out.strides());
+  auto sink = out_view(out.data_ptr(), out.strides());
   static_assert(decltype(view)::leaves < 64, "expressions are limited to 63 tensor operands");
   std::array<int64_t*, 64> inputs;
   size_t count = 0;
   view.for_each_stride([&](int64_t* st) { inputs[count++] = st; });
   int64_t* outputs[1] = {sink.st};
   const LoopPlan plan = plan_loop(out.shape(), std::span(inputs.data(), count), outputs);
+  const Device device = out.device();
+  check_same_device(n, device);
+  if (device.is_cuda()) {
+    run_loop_device(plan, AssignBody<decltype(view), T>{view, sink, false}, device);
+    return;
+  }
   const bool stream = size_t(plan.numel) * sizeof(T) >= kStreamBytes;
   run_loop(plan, AssignBody<decltype(view), T>{view, sink, stream});
 }
@@ -208,7 +259,7 @@ void assign(const Tensor<T>& out, const N& n) {
 template <node N>
 auto evaluate_raw(const N& n) {
   using T = value_type_t<N>;
-  Tensor<T> out(dl::detail::make_impl(dtype_of<T>, shape_of(n)));
+  Tensor<T> out(dl::detail::make_impl(dtype_of<T>, shape_of(n), device_of(n)));
   assign(out, n);
   return out;
 }

@@ -57,18 +57,22 @@ struct ValueTraits {
 };
 
 /// Elementwise `c ? a : b` for any kind of value.
+DL_NO_EXEC_CHECK
 template <class C, class A, class B>
 DL_HD DL_INLINE constexpr auto select(const C& c, const A& a, const B& b) {
   return ValueTraits<C>::select(c, a, b);
 }
+DL_NO_EXEC_CHECK
 template <class V>
 DL_HD DL_INLINE constexpr auto zero_like(const V& v) {
   return ValueTraits<V>::zero(v);
 }
+DL_NO_EXEC_CHECK
 template <class Op, class X, class... Xs>
 DL_HD DL_INLINE constexpr auto call(const Op& op, const X& x, const Xs&... xs) {
   return ValueTraits<X>::call(op, x, xs...);
 }
+DL_NO_EXEC_CHECK
 template <class X, class G>
 DL_HD DL_INLINE constexpr auto cast_like(const X& x, const G& g) {
   return ValueTraits<X>::cast_like(x, g);
@@ -146,6 +150,7 @@ struct Neg : SameTypeUnary {
   static constexpr std::string_view name = "Neg";
   template <class X>
   DL_HD constexpr X operator()(const X& x) const { return -x; }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD constexpr auto d(const X&, const O&, const G& g) const { return -g; }
 };
@@ -155,6 +160,7 @@ struct Copy : SameTypeUnary {
   static constexpr std::string_view name = "Clone";
   template <class X>
   DL_HD constexpr X operator()(const X& x) const { return x; }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD constexpr auto d(const X&, const O&, const G& g) const { return g; }
 };
@@ -167,6 +173,7 @@ struct Abs : SameTypeUnary {
     if constexpr (std::is_same_v<X, bool> || std::is_same_v<X, uint8_t>) return x;
     else return abs(x);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -212,6 +219,7 @@ DL_STEP_UNARY(Round, nearbyint)  // half to even, as torch.round
       using std::fn;                                                                    \
       return fn(x);                                                                     \
     }                                                                                   \
+    DL_RULE_NO_EXEC_CHECK                                                               \
     template <size_t I, class X, class O, class G>                                      \
     DL_HD auto d([[maybe_unused]] const X& x, [[maybe_unused]] const O& out,            \
                  const G& g) const {                                                    \
@@ -246,6 +254,7 @@ struct Rsqrt : FloatUnary {
     using std::sqrt;
     return scalar_of_t<X>(1) / sqrt(x);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X&, const O& out, const G& g) const {
     return g * (out * out * out * scalar_of_t<O>(-0.5));
@@ -260,6 +269,7 @@ struct Sigmoid : FloatUnary {
     using S = scalar_of_t<X>;
     return S(1) / (exp(-x) + S(1));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X&, const O& out, const G& g) const {
     return g * (out * (scalar_of_t<O>(1) - out));
@@ -270,6 +280,7 @@ struct Reciprocal : FloatUnary {
   static constexpr std::string_view name = "Reciprocal";
   template <class X>
   DL_HD X operator()(const X& x) const { return scalar_of_t<X>(1) / x; }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X&, const O& out, const G& g) const { return -(g * (out * out)); }
 };
@@ -282,6 +293,7 @@ struct Relu : SameTypeUnary {
     if constexpr (std::is_unsigned_v<S>) return x;
     else return select(x < S(0), X(S(0)), x);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X&, const O& out, const G& g) const {
     using S = scalar_of_t<O>;
@@ -293,6 +305,7 @@ struct Square : SameTypeUnary {
   static constexpr std::string_view name = "Square";
   template <class X>
   DL_HD X operator()(const X& x) const { return x * x; }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const { return g * (x * scalar_of_t<X>(2)); }
 };
@@ -337,6 +350,7 @@ struct PowScalar {
       return pow(x, X(S(p)));
     }
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -363,6 +377,7 @@ struct Clamp {  // no base class: it stays an aggregate, Clamp<T>{lo, hi}
     const X lower = select(x < S(lo), X(S(lo)), x);
     return select(lower > S(hi), X(S(hi)), lower);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -382,6 +397,7 @@ struct Cast {
   static constexpr bool differentiable = true;
   template <class X>
   DL_HD X operator()(const X& x) const { return x; }  // the node converts; see Apply
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const { return cast_like(x, g); }
 };
@@ -455,6 +471,7 @@ struct NanToNum {  // an aggregate, as Clamp: NanToNum<T>{nan, posinf, neginf}
     constexpr S inf = std::numeric_limits<S>::infinity();
     return select(!(x == x), X(S(nan)), select(x == inf, X(S(posinf)), select(x == -inf, X(S(neginf)), x)));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
@@ -473,6 +490,7 @@ struct Add : ArithBinary {
     if constexpr (std::is_same_v<X, bool>) return a || b;
     else return a + b;
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD constexpr auto d(const A&, const B&, const O&, const G& g) const { return g; }
 };
@@ -485,6 +503,7 @@ struct Sub : ArithBinary {
                   "Subtraction of two bool tensors is not supported; use logical_xor or ~");
     return a - b;
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD constexpr auto d(const A&, const B&, const O&, const G& g) const {
     if constexpr (I == 0) return g;
@@ -499,6 +518,7 @@ struct Mul : ArithBinary {
     if constexpr (std::is_same_v<X, bool>) return a && b;
     else return a * b;
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD constexpr auto d(const A& a, const B& b, const O&, const G& g) const {
     if constexpr (I == 0) return g * b;
@@ -510,6 +530,7 @@ struct Div : FloatBinary {
   static constexpr std::string_view name = "Div";
   template <class X>
   DL_HD constexpr X operator()(const X& a, const X& b) const { return a / b; }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD constexpr auto d(const A& a, const B& b, const O&, const G& g) const {
     if constexpr (I == 0) return g / b;
@@ -533,6 +554,7 @@ struct Remainder : ArithBinary {
       return a - floor(a / b) * b;
     }
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& a, const B& b, const O&, const G& g) const {
     using std::floor;
@@ -548,6 +570,7 @@ struct Pow : FloatBinary {
     using std::pow;
     return pow(a, b);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& a, const B& b, const O& out, const G& g) const {
     using S = scalar_of_t<A>;
@@ -567,6 +590,7 @@ struct Maximum : ArithBinary {
     if constexpr (std::is_integral_v<scalar_of_t<X>>) return select(a < b, b, a);
     else return select((a != a) | (b != b), a + b, select(a < b, b, a));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& a, const B& b, const O&, const G& g) const {
     using S = scalar_of_t<A>;
@@ -583,6 +607,7 @@ struct Minimum : ArithBinary {
     if constexpr (std::is_integral_v<scalar_of_t<X>>) return select(b < a, b, a);
     else return select((a != a) | (b != b), a + b, select(b < a, b, a));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& a, const B& b, const O&, const G& g) const {
     using S = scalar_of_t<A>;
@@ -598,6 +623,7 @@ struct ClampMinTensor : ArithBinary {
   static constexpr std::string_view name = "ClampMin";
   template <class X>
   DL_HD X operator()(const X& x, const X& lo) const { return Maximum{}(x, lo); }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& x, const B& lo, const O&, const G& g) const {
     if constexpr (I == 0) return select(x >= lo, g, zero_like(g));
@@ -608,6 +634,7 @@ struct ClampMaxTensor : ArithBinary {
   static constexpr std::string_view name = "ClampMax";
   template <class X>
   DL_HD X operator()(const X& x, const X& hi) const { return Minimum{}(x, hi); }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& x, const B& hi, const O&, const G& g) const {
     if constexpr (I == 0) return select(x <= hi, g, zero_like(g));
@@ -655,6 +682,7 @@ struct Where {
   static constexpr bool differentiable = I != 0;
   template <class C, class X>
   DL_HD X operator()(const C& c, const X& a, const X& b) const { return select(c, a, b); }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class C, class A, class B, class O, class G>
   DL_HD auto d(const C& c, const A&, const B&, const O&, const G& g) const {
     if constexpr (I == 1) return select(c, g, zero_like(g));
@@ -675,6 +703,7 @@ struct ClampTensor {
   static constexpr bool differentiable = true;
   template <class X>
   DL_HD X operator()(const X& x, const X& lo, const X& hi) const { return Minimum{}(Maximum{}(x, lo), hi); }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class L, class H, class O, class G>
   DL_HD auto d(const A& x, const L& lo, const H& hi, const O&, const G& g) const {
     if constexpr (I == 0) return select((x >= lo) & (x <= hi), g, zero_like(g));
@@ -699,6 +728,7 @@ struct Lerp {
     const X diff = e - s;
     return select(w < S(0.5), s + w * diff, e - diff * (S(1) - w));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class W, class O, class G>
   DL_HD auto d(const A& s, const B& e, const W& w, const O&, const G& g) const {
     using S = scalar_of_t<W>;

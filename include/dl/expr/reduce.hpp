@@ -66,8 +66,10 @@ Tensor<A> reduce_node(const N& n, const Shape& shape, uint32_t mask, bool keepdi
   Shape keep = shape;
   for (int d = 0; d < keep.size(); ++d)
     if ((mask >> d) & 1) keep[d] = 1;
-  auto impl = make_impl(dtype_of<A>, keep);
-  expr::reduce_into<R, A>(expr::lower(n, shape), shape, mask, static_cast<A*>(impl->data()));
+  const Device device = expr::device_of(n);
+  expr::check_same_device(n, device);
+  auto impl = make_impl(dtype_of<A>, keep, device);
+  expr::reduce_into<R, A>(expr::lower(n, shape), shape, mask, static_cast<A*>(impl->data()), device);
   if (!keepdim) {
     impl->shape = reduced_shape(shape, mask, false);
     impl->strides = contiguous_strides(impl->shape);

@@ -22,18 +22,18 @@ inline constexpr int64_t kReduceBlock = 32768;
 
 template <class A>
 struct SumReducer {
-  static constexpr A identity() { return A(0); }
+  DL_HD static constexpr A identity() { return A(0); }
   template <class V>
-  DL_INLINE static V combine(const V& a, const V& b) {
+  DL_HD DL_INLINE static V combine(const V& a, const V& b) {
     if constexpr (std::is_same_v<V, bool>) return a || b;
     else return a + b;
   }
 };
 template <class A>
 struct ProdReducer {
-  static constexpr A identity() { return A(1); }
+  DL_HD static constexpr A identity() { return A(1); }
   template <class V>
-  DL_INLINE static V combine(const V& a, const V& b) {
+  DL_HD DL_INLINE static V combine(const V& a, const V& b) {
     if constexpr (std::is_same_v<V, bool>) return a && b;
     else return a * b;
   }
@@ -41,33 +41,33 @@ struct ProdReducer {
 /// Max with NaN propagation (a NaN anywhere makes the result NaN, as in PyTorch).
 template <class A>
 struct MaxReducer {
-  static constexpr A identity() {
+  DL_HD static constexpr A identity() {
     return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
   }
   template <class V>
-  DL_INLINE static V combine(const V& a, const V& b) {
+  DL_HD DL_INLINE static V combine(const V& a, const V& b) {
     if constexpr (std::is_floating_point_v<scalar_of_t<V>>) return select((b > a) | (b != b), b, a);
     else return select(b > a, b, a);
   }
 };
 template <class A>
 struct MinReducer {
-  static constexpr A identity() {
+  DL_HD static constexpr A identity() {
     return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
   }
   template <class V>
-  DL_INLINE static V combine(const V& a, const V& b) {
+  DL_HD DL_INLINE static V combine(const V& a, const V& b) {
     if constexpr (std::is_floating_point_v<scalar_of_t<V>>) return select((b < a) | (b != b), b, a);
     else return select(b < a, b, a);
   }
 };
 struct AllReducer {
-  static constexpr bool identity() { return true; }
-  DL_INLINE static bool combine(bool a, bool b) { return a && b; }
+  DL_HD static constexpr bool identity() { return true; }
+  DL_HD DL_INLINE static bool combine(bool a, bool b) { return a && b; }
 };
 struct AnyReducer {
-  static constexpr bool identity() { return false; }
-  DL_INLINE static bool combine(bool a, bool b) { return a || b; }
+  DL_HD static constexpr bool identity() { return false; }
+  DL_HD DL_INLINE static bool combine(bool a, bool b) { return a || b; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -103,6 +103,22 @@ DL_INLINE A reduce_row(const View& v, int64_t j0, int64_t j1, A acc) {
   }
   for (; j < j1; ++j) acc = R::combine(acc, static_cast<A>(v.template at<K, false>(j)));
   return acc;
+}
+
+/// part[j - c0] = combine(part[j - c0], v[j]) for the full SIMD batches of columns [c0, c1) of a
+/// seeked view; returns the first column left for the scalar loop. (A function of its own: nvcc
+/// does not discard an `if constexpr` branch inside the generic lambda that calls it.)
+template <class R, class A, Access K, class View>
+DL_INLINE int64_t combine_columns_simd(const View& v, A* part, int64_t c0, int64_t c1) {
+  int64_t j = c0;
+  if constexpr (K != Access::Strided && simd_reducible<View, A>) {
+    constexpr int64_t W = batch<A>::size;
+    for (; j + W <= c1; j += W) {
+      auto cur = batch<A>::load_aligned(part + (j - c0));
+      R::combine(cur, v.template at<K, true>(j)).store_aligned(part + (j - c0));
+    }
+  }
+  return j;
 }
 
 /// Sizes of a coalesced iteration space (outer dims then the row).
@@ -320,14 +336,7 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
             rq /= s.size[d];
           }
           local.seek(idx, nouter);
-          int64_t j = c0;
-          if constexpr (K != Access::Strided && simd_reducible<View, A>) {
-            constexpr int64_t W = batch<A>::size;
-            for (; j + W <= c1; j += W) {
-              auto cur = batch<A>::load_aligned(part + (j - c0));
-              R::combine(cur, local.template at<K, true>(j)).store_aligned(part + (j - c0));
-            }
-          }
+          int64_t j = combine_columns_simd<R, A, K>(local, part, c0, c1);
           for (; j < c1; ++j) part[j - c0] = R::combine(part[j - c0], static_cast<A>(local.template at<K, false>(j)));
           if ((r - r0) % kCascade == kCascade - 1 || r + 1 == r1)
             for (int64_t c = 0; c < width; ++c) {
@@ -347,6 +356,82 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
       out[i] = a;
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CUDA reductions: the host side (the kernels are in dl/cuda/kernels.hpp, compiled by nvcc)
+// ---------------------------------------------------------------------------------------------
+
+template <class R, class A, class View>
+struct DeviceReduce;
+template <class R, class A, class View>
+struct DeviceReduceKey {};
+
+/// reduce_into on a CUDA device: the (kept dims | reduced dims) space is coalesced here and each
+/// output combines its row of reduced elements in a fixed order. `out` is device memory.
+template <class R, class A, class View>
+void reduce_into_device(View view, const Shape& shape, uint32_t reduce, A* out, Device device) {
+  const int nd = shape.size();
+  int64_t out_st[kMaxDims] = {};
+  int64_t out_count = 1, red_count = 1;
+  for (int d = 0; d < nd; ++d) ((reduce >> d) & 1 ? red_count : out_count) *= shape[d];
+  if (out_count == 0) return;
+  std::array<int64_t*, 72> ops;
+  size_t nops = 0;
+  view.for_each_stride([&](int64_t* st) { ops[nops++] = st; });
+  ops[nops++] = out_st;
+  int order[kMaxDims], n = 0;
+  for (int d = 0; d < nd; ++d)
+    if (!((reduce >> d) & 1)) order[n++] = d;
+  const int kept = n;
+  for (int d = 0; d < nd; ++d)
+    if ((reduce >> d) & 1) order[n++] = d;
+  int64_t size[kMaxDims];
+  for (int i = 0; i < nd; ++i) size[i] = shape[order[i]];
+  for (size_t o = 0; o < nops; ++o) {
+    int64_t tmp[kMaxDims];
+    for (int i = 0; i < nd; ++i) tmp[i] = ops[o][order[i]];
+    for (int i = 0; i < nd; ++i) ops[o][i] = tmp[i];
+  }
+  // Coalesce the kept group and the reduced group separately (they must never merge).
+  auto coalesce_group = [&](int begin, int len) {
+    if (len <= 0) return 0;
+    int64_t gsize[kMaxDims];
+    std::array<int64_t*, 72> gops;
+    for (int i = 0; i < len; ++i) gsize[i] = size[begin + i];
+    for (size_t o = 0; o < nops; ++o) gops[o] = ops[o] + begin;
+    const int k = coalesce(len, gsize, std::span(gops.data(), nops));
+    for (int i = 0; i < k; ++i) size[begin + i] = gsize[i];
+    return k;
+  };
+  const int k1 = coalesce_group(0, kept);
+  for (int i = 0; i < nd - kept; ++i) {
+    size[k1 + i] = size[kept + i];
+    for (size_t o = 0; o < nops; ++o) ops[o][k1 + i] = ops[o][kept + i];
+  }
+  const int k2 = coalesce_group(k1, nd - kept);
+  Space s;
+  s.nd = k1 + k2;
+  for (int i = 0; i < s.nd; ++i) s.size[i] = size[i];
+  if (s.nd == 0) {
+    s.nd = 1;
+    s.size[0] = 1;
+    for (size_t o = 0; o < nops; ++o) ops[o][0] = 0;
+  }
+  using Fn = void (*)(const View&, const Space&, int64_t, int64_t, A*, int);
+#if defined(__CUDACC__)
+  (void)DeviceReduce<R, A, View>::registered;
+#endif
+  static const Fn fn = reinterpret_cast<Fn>(dl::detail::KernelRegistry::instance().find(typeid(DeviceReduceKey<R, A, View>)));
+  if (!fn) dl::detail::no_cuda_kernel("reduction", typeid(DeviceReduceKey<R, A, View>));
+  fn(view, s, red_count, out_count, out, device.index);
+}
+
+/// reduce_into on the device that holds `out`.
+template <class R, class A, class View>
+void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out, Device device) {
+  if (device.is_cuda()) reduce_into_device<R, A>(view, shape, reduce, out, device);
+  else reduce_into<R, A>(view, shape, reduce, out);
 }
 
 }  // namespace dl::expr

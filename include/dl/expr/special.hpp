@@ -36,18 +36,18 @@ auto xlogy(A&& x, B&& y);
 
 namespace special {
 /// Scalar kernels in double precision (used by the ops above and by distributions).
-inline double digamma(double x);
+DL_HD inline double digamma(double x);
 /// Hurwitz zeta(s, q) = sum_k (k + q)^-s, for s > 1.
-inline double zeta(double s, double q);
-inline double polygamma(int64_t n, double x);
-inline double erfinv(double y);
+DL_HD inline double zeta(double s, double q);
+DL_HD inline double polygamma(int64_t n, double x);
+DL_HD inline double erfinv(double y);
 }  // namespace special
 
 // ------------------------------------------------------------------------------ implementation
 
 namespace special {
 
-inline double digamma(double x) {
+DL_HD inline double digamma(double x) {
   constexpr double kPi = std::numbers::pi;
   if (x == 0) return std::copysign(std::numeric_limits<double>::infinity(), -x);
   if (x < 0) {
@@ -68,7 +68,7 @@ inline double digamma(double x) {
   return r + std::log(x) - 0.5 / x - poly;
 }
 
-inline double zeta(double s, double q) {
+DL_HD inline double zeta(double s, double q) {
   constexpr double kEps = 1.11022302462515654042e-16;
   // (2k)! / B_2k: the Euler-Maclaurin correction terms.
   constexpr double kA[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
@@ -106,14 +106,14 @@ inline double zeta(double s, double q) {
   return sum;
 }
 
-inline double polygamma(int64_t n, double x) {
+DL_HD inline double polygamma(int64_t n, double x) {
   if (n == 0) return digamma(x);
   // psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x)
   const double sign = (n % 2) ? 1.0 : -1.0;
   return sign * std::exp(std::lgamma(double(n) + 1)) * zeta(double(n + 1), x);
 }
 
-inline double erfinv(double y) {
+DL_HD inline double erfinv(double y) {
   if (!(std::abs(y) <= 1)) return std::numeric_limits<double>::quiet_NaN();
   if (std::abs(y) == 1) return std::copysign(std::numeric_limits<double>::infinity(), y);
   // Winitzki's closed-form guess (relative error ~2e-3), then Newton steps on erf(x) = y.
@@ -149,6 +149,7 @@ struct Polygamma {
   DL_HD X operator()(const X& x) const {
     return X(special::polygamma(n, double(x)));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     return g * call(Polygamma{n + 1}, x);
@@ -163,6 +164,7 @@ struct Lgamma {
     using std::lgamma;
     return lgamma(x);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X& x, const O&, const G& g) const {
     return g * call(Polygamma{0}, x);
@@ -176,6 +178,7 @@ struct Erfinv {
   DL_HD X operator()(const X& x) const {
     return X(special::erfinv(double(x)));
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class X, class O, class G>
   DL_HD auto d(const X&, const O& out, const G& g) const {
     using S = scalar_of_t<O>;
@@ -199,6 +202,7 @@ struct Xlogy {
     if (y != y) return y;
     return x == X(0) ? X(0) : x * log(y);
   }
+  DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
   DL_HD auto d(const A& x, const B& y, const O&, const G& g) const {
     using S = scalar_of_t<A>;

@@ -32,17 +32,23 @@ DL_HD DL_INLINE constexpr const T& get(const TupleSlot<I, T>& t) {
   return t.value;
 }
 
+/// Host only: tuples of host nodes (tensor handles) are built with it.
 template <class... Ts>
-DL_HD constexpr auto make_tuple(Ts&&... xs) {  // auto: GCC 12 cannot mangle the alias in the signature
+auto make_tuple(Ts&&... xs) {  // auto: GCC 12 cannot mangle the alias in the signature
   return Tuple<std::decay_t<Ts>...>{{std::forward<Ts>(xs)}...};
 }
 
+DL_NO_EXEC_CHECK
+template <class F, size_t... Is>
+DL_HD DL_INLINE constexpr void static_for_impl(F& f, std::index_sequence<Is...>) {
+  (f(std::integral_constant<size_t, Is>{}), ...);
+}
+
 /// Calls f(std::integral_constant<size_t, I>{}) for I in [0, N), in order.
+DL_NO_EXEC_CHECK
 template <size_t N, class F>
 DL_HD DL_INLINE constexpr void static_for(F&& f) {
-  [&]<size_t... Is>(std::index_sequence<Is...>) {
-    (f(std::integral_constant<size_t, Is>{}), ...);
-  }(std::make_index_sequence<N>{});
+  static_for_impl(f, std::make_index_sequence<N>{});
 }
 
 }  // namespace dl::expr

@@ -152,8 +152,56 @@ inline int64_t batch_offset(int64_t index, const Shape& batch, const Strides& st
 /// out (contiguous, batch + [M, N]) = epilogue(alpha * a @ b + beta * out) for every batch
 /// element; a and b are (batch + [M, K]) and (batch + [K, N]) views, broadcast dims of stride 0.
 /// Small products run one per thread, large ones one at a time on all threads.
+/// True when a (rows x cols) operand with strides (rs, cs) has a layout cuBLAS takes as it is
+/// (row-major or column-major, leading dimension large enough); rs/cs are normalised for size-1 dims.
+inline bool cublas_layout(int64_t rows, int64_t cols, int64_t& rs, int64_t& cs) {
+  if (cols <= 1) cs = 1;
+  if (rows <= 1) rs = std::max<int64_t>(cols, 1) * cs;
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return true;
+  if (rows <= 1 || cols <= 1) return false;
+  return rs == 1 && cs >= rows;
+}
+
+/// batched_gemm on a CUDA device: one cuBLAS call per batch element (no epilogue).
+template <class T>
+void batched_gemm_cuda(Tensor<T> a, Tensor<T> b, const Tensor<T>& out, T alpha, T beta) {
+  auto& hooks = cuda_runtime_hooks();
+  if (!hooks.gemm) no_cuda_runtime(out.device());
+  const int nd = out.dim();
+  const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
+  auto layout_ok = [&](const Tensor<T>& t, int64_t r, int64_t c) {
+    int64_t rs = t.stride(-2), cs = t.stride(-1);
+    return cublas_layout(r, c, rs, cs);
+  };
+  if (!layout_ok(a, M, K)) a = a.contiguous();
+  if (!layout_ok(b, K, N)) b = b.contiguous();
+  Shape batch;
+  Strides sa, sb;
+  for (int d = 0; d < nd - 2; ++d) {
+    batch.push_back(out.shape()[d]);
+    sa.push_back(a.strides()[d]);
+    sb.push_back(b.strides()[d]);
+  }
+  const int64_t nb = numel(batch);
+  if (nb == 0 || M == 0 || N == 0) return;
+  int64_t ars = a.stride(-2), acs = a.stride(-1), brs = b.stride(-2), bcs = b.stride(-1);
+  cublas_layout(M, K, ars, acs);
+  cublas_layout(K, N, brs, bcs);
+  for (int64_t i = 0; i < nb; ++i)
+    hooks.gemm(dtype_of<T>, out.device().index, M, N, K, double(alpha), a.data_ptr() + batch_offset(i, batch, sa), ars, acs,
+               b.data_ptr() + batch_offset(i, batch, sb), brs, bcs, double(beta), out.data_ptr() + i * M * N, N);
+}
+
 template <class T, class Ep = Epilogue<T>>
 void batched_gemm(const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& out, T alpha, T beta, const Ep& ep = {}) {
+  if (out.device().is_cuda()) {
+    DL_CHECK(!ep.active(), "internal: a GEMM epilogue on the GPU");
+    DL_CHECK(a.device() == out.device() && b.device() == out.device(),
+             "Expected all tensors to be on the same device, but found at least two devices, ", out.device(), " and ",
+             a.device() == out.device() ? b.device() : a.device(), "!");
+    batched_gemm_cuda(a, b, out, alpha, beta);
+    return;
+  }
   const int nd = out.dim();
   const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
   Shape batch;
@@ -204,7 +252,9 @@ Tensor<T> matmul_nd(const Tensor<T>& a, const Tensor<T>& b, const char* name) {
   sa.push_back(a.size(-2)), sa.push_back(a.size(-1));
   sb.push_back(b.size(-2)), sb.push_back(b.size(-1));
   so.push_back(a.size(-2)), so.push_back(b.size(-1));
-  Tensor<T> out = empty<T>(so);
+  DL_CHECK(a.device() == b.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
+           a.device().is_cuda() ? a.device() : b.device(), " and ", a.device().is_cuda() ? b.device() : a.device(), "!");
+  Tensor<T> out = empty<T>(so, a.device());
   {
     NoGradGuard no_grad;
     batched_gemm(a.expand(sa), b.expand(sb), out, T(1), T(0));
@@ -252,6 +302,7 @@ template <class T>
 Tensor<T> mv_impl(const Tensor<T>& mat, const Tensor<T>& vec) {
   DL_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got 1, ", mat.dim(), ", ", vec.dim());
   DL_CHECK(mat.size(1) == vec.size(0), "size mismatch, got ", mat.size(0), ", ", mat.size(0), "x", mat.size(1), ",", vec.size(0));
+  if (mat.is_cuda() || vec.is_cuda()) return matmul_nd(mat, vec.unsqueeze(1), "MvBackward").squeeze(-1);
   Tensor<T> out = empty<T>({mat.size(0)});
   gemv(mat.size(0), mat.size(1), T(1), matrix_ref(mat), vec.data(), vec.stride(0), T(0), out.data());
   return record_kernel(out, "MvBackward", {mat, vec}, [](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
@@ -267,6 +318,7 @@ Tensor<T> dot_impl(const Tensor<T>& a, const Tensor<T>& b) {
   DL_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ", b.dim(), "D tensors");
   DL_CHECK(a.numel() == b.numel(), "inconsistent tensor size, expected tensor [", a.numel(), "] and src [", b.numel(),
            "] to have the same number of elements, but got ", a.numel(), " and ", b.numel(), " elements respectively");
+  if (a.is_cuda() || b.is_cuda()) return matmul_nd(a.unsqueeze(0), b.unsqueeze(1), "DotBackward").reshape({});
   Tensor<T> out = empty<T>({});
   *out.data() = dot_kernel(a.numel(), a.data(), a.stride(0), b.data(), b.stride(0));
   return record_kernel(out, "DotBackward", {a, b}, [](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
@@ -388,7 +440,15 @@ Tensor<expr::value_type_t<A>> addmm(const S& self_, const A& mat1, const B& mat2
   const int64_t M = a.size(0), N = b.size(1);
   detail::check_expandable(self.shape(), {M, N});
   const T beta = T(beta_), alpha = T(alpha_);
-  Tensor<T> out = empty<T>({M, N});
+  Tensor<T> out = empty<T>({M, N}, a.device());
+  if (out.is_cuda()) {
+    DL_CHECK(self.device() == a.device() && b.device() == a.device(),
+             "Expected all tensors to be on the same device, but found at least two devices, ", a.device(), " and ",
+             self.device() != a.device() ? self.device() : b.device(), "!");
+    NoGradGuard no_grad;
+    if (beta != T(0)) expr::assign(out, expr::apply(expr::Mul{}, self, expr::Scalar<T>{beta}));
+    detail::batched_gemm_cuda(a, b, out, alpha, beta != T(0) ? T(1) : T(0));
+  } else {
   detail::Epilogue<T> ep;
   if (beta != T(0)) {
     const Strides st = detail::expanded_strides(self, {M, N});
@@ -396,6 +456,7 @@ Tensor<expr::value_type_t<A>> addmm(const S& self_, const A& mat1, const B& mat2
     ep.bias_scale = beta;
   }
   detail::gemm(M, N, a.size(1), alpha, detail::matrix_ref(a), detail::matrix_ref(b), T(0), out.data(), N, ep);
+  }
   return detail::record_kernel(out, "AddmmBackward", {a, b}, [beta, alpha, shape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
     std::vector<TensorImplPtr> r(3);
     if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), shape).impl();
