@@ -3,6 +3,7 @@
 torch.compile, then runs dl's binary on the same GPU and prints one table with the ratios.
 usage: cuda.py PATH/TO/bench_cuda [--quick]
 Medians over repetitions, timed with CUDA events, as bench/cuda.cu does."""
+import os
 import subprocess
 import sys
 import time
@@ -93,7 +94,10 @@ torch.backends.cuda.matmul.allow_tf32 = False
 del a, b
 torch.cuda.empty_cache()
 
-out = subprocess.run([binary] + (["--quick"] if quick else []), capture_output=True, text=True, check=True).stdout
+env = dict(os.environ)
+if "DL_BUNDLE_LIBPATH" in env:  # set by tools/gpu_run.sh: the libraries dl's binary was built with
+    env["LD_LIBRARY_PATH"] = env["DL_BUNDLE_LIBPATH"]
+out = subprocess.run([binary] + (["--quick"] if quick else []), capture_output=True, text=True, check=True, env=env).stdout
 dl_figs = {}
 for line in out.splitlines():
     if line.startswith("#"):

@@ -6,10 +6,12 @@ set -u
 bundle=${1:-gpu-bundle}
 shift || true
 sp=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-export LD_LIBRARY_PATH="$PWD/$bundle/lib:$(ls -d "$sp"/nvidia/*/lib 2>/dev/null | tr '\n' ':')${LD_LIBRARY_PATH:-}"
+# The library path of dl's binaries only (PyTorch keeps the machine's own): the bundled libraries,
+# then the CUDA libraries PyTorch's pip packages bring.
+export DL_BUNDLE_LIBPATH="$PWD/$bundle/lib:$(ls -d "$sp"/nvidia/*/lib "$sp"/nvidia/*/*/lib 2>/dev/null | tr '\n' ':')${LD_LIBRARY_PATH:-}"
 nvidia-smi -L || true
 echo "== test_cuda"
-"$bundle/test_cuda"
+LD_LIBRARY_PATH="$DL_BUNDLE_LIBPATH" "$bundle/test_cuda"
 echo "test_cuda rc=$?"
 if [ -x "$bundle/bench_cuda" ]; then
   echo "== bench/cuda.py"
