@@ -94,6 +94,19 @@ struct DeviceRows {
 
 namespace dl::cuda::detail {
 
+/// Combines every thread's acc in a fixed tree order (deterministic) and thread 0 writes *dst.
+template <class R, class A>
+__device__ void block_combine(A* buf, A acc, A* dst) {
+  buf[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half) buf[threadIdx.x] = R::combine(buf[threadIdx.x], buf[threadIdx.x + half]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *dst = buf[0];
+  __syncthreads();
+}
+
 /// Pass 1 of a reduction: block b of output m combines reduced elements [lo, hi) of row m of the
 /// (kept dims | reduced dims) space and writes partial[m * nb + b] (or out[m] when nb == 1).
 template <class R, class A, class View>
@@ -117,14 +130,7 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(View view, expr::Space
       view.seek(idx, nouter);
       acc = R::combine(acc, static_cast<A>(view.template at<expr::Access::Strided, false>(j)));
     }
-    buf[threadIdx.x] = acc;
-    __syncthreads();
-    for (int half = kThreads / 2; half > 0; half /= 2) {
-      if (int(threadIdx.x) < half) buf[threadIdx.x] = R::combine(buf[threadIdx.x], buf[threadIdx.x + half]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) out[w] = buf[0];
-    __syncthreads();
+    block_combine<R>(buf, acc, out + w);
   }
 }
 
@@ -135,14 +141,7 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(const A* partial, int
   for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
     A acc = R::identity();
     for (int64_t b = threadIdx.x; b < nb; b += blockDim.x) acc = R::combine(acc, partial[m * nb + b]);
-    buf[threadIdx.x] = acc;
-    __syncthreads();
-    for (int half = kThreads / 2; half > 0; half /= 2) {
-      if (int(threadIdx.x) < half) buf[threadIdx.x] = R::combine(buf[threadIdx.x], buf[threadIdx.x + half]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) out[m] = buf[0];
-    __syncthreads();
+    block_combine<R>(buf, acc, out + m);
   }
 }
 

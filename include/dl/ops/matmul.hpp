@@ -152,6 +152,22 @@ inline int64_t batch_offset(int64_t index, const Shape& batch, const Strides& st
 /// out (contiguous, batch + [M, N]) = epilogue(alpha * a @ b + beta * out) for every batch
 /// element; a and b are (batch + [M, K]) and (batch + [K, N]) views, broadcast dims of stride 0.
 /// Small products run one per thread, large ones one at a time on all threads.
+/// The batch dims of a batched product (out's leading dims) and a's and b's strides over them.
+struct BatchGeometry {
+  Shape batch;
+  Strides sa, sb;
+};
+template <class T>
+BatchGeometry batch_geometry(const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& out) {
+  BatchGeometry g;
+  for (int d = 0; d < out.dim() - 2; ++d) {
+    g.batch.push_back(out.shape()[d]);
+    g.sa.push_back(a.strides()[d]);
+    g.sb.push_back(b.strides()[d]);
+  }
+  return g;
+}
+
 /// True when a (rows x cols) operand with strides (rs, cs) has a layout cuBLAS takes as it is
 /// (row-major or column-major, leading dimension large enough); rs/cs are normalised for size-1 dims.
 inline bool cublas_layout(int64_t rows, int64_t cols, int64_t& rs, int64_t& cs) {
@@ -167,7 +183,6 @@ template <class T>
 void batched_gemm_cuda(Tensor<T> a, Tensor<T> b, const Tensor<T>& out, T alpha, T beta) {
   auto& hooks = cuda_runtime_hooks();
   if (!hooks.gemm) no_cuda_runtime(out.device());
-  const int nd = out.dim();
   const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
   auto layout_ok = [&](const Tensor<T>& t, int64_t r, int64_t c) {
     int64_t rs = t.stride(-2), cs = t.stride(-1);
@@ -175,13 +190,7 @@ void batched_gemm_cuda(Tensor<T> a, Tensor<T> b, const Tensor<T>& out, T alpha, 
   };
   if (!layout_ok(a, M, K)) a = a.contiguous();
   if (!layout_ok(b, K, N)) b = b.contiguous();
-  Shape batch;
-  Strides sa, sb;
-  for (int d = 0; d < nd - 2; ++d) {
-    batch.push_back(out.shape()[d]);
-    sa.push_back(a.strides()[d]);
-    sb.push_back(b.strides()[d]);
-  }
+  const auto [batch, sa, sb] = batch_geometry(a, b, out);
   const int64_t nb = numel(batch);
   if (nb == 0 || M == 0 || N == 0) return;
   int64_t ars = a.stride(-2), acs = a.stride(-1), brs = b.stride(-2), bcs = b.stride(-1);
@@ -202,15 +211,11 @@ void batched_gemm(const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& out, 
     batched_gemm_cuda(a, b, out, alpha, beta);
     return;
   }
-  const int nd = out.dim();
   const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
-  Shape batch;
-  Strides sa, sb;
-  for (int d = 0; d < nd - 2; ++d) {
-    batch.push_back(out.shape()[d]);
-    sa.push_back(a.strides()[d]);
-    sb.push_back(b.strides()[d]);
-  }
+  // Not a structured binding: clang before 16 cannot capture one in a lambda.
+  const BatchGeometry geo = batch_geometry(a, b, out);
+  const Shape& batch = geo.batch;
+  const Strides &sa = geo.sa, &sb = geo.sb;
   const int64_t nb = numel(batch);
   if (nb == 0 || M == 0 || N == 0) return;
   const MatrixRef<T> A = matrix_ref(a), B = matrix_ref(b);
