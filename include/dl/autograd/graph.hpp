@@ -381,6 +381,9 @@ class ExprBackward : public Node {
   }
 
   void backward_fused(const Tensor<T>& g, std::vector<TensorImplPtr>& out) {
+    if (const Device d = expr::device_of(*expr_); g.device() != d) [[unlikely]]
+      throw Error(dl::detail::cat("Function ", name(), ": the gradient is on ", g.device(), " but the forward ran on ", d,
+                                  "; pass a gradient on ", d));
     const View view = expr::lower(*expr_, shape_);
     const expr::LeafView<T> gview = expr::lower(expr::Leaf<T>{g}, shape_);
     const Strides st = contiguous_strides(shape_);

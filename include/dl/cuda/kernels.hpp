@@ -60,8 +60,9 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(Body body, expr::LoopPla
 }
 
 
-/// Whether every element offset of the plan's operands fits 32-bit indexing.
-inline bool fits_int32(const expr::LoopPlan& p) { return p.numel < (int64_t(1) << 31); }
+/// Whether the loop can count in 32 bits: the index plus the grid stride (about the element
+/// count, one element per thread) must stay below 2^31. Element offsets are always 64-bit.
+inline bool fits_int32(const expr::LoopPlan& p) { return p.numel <= (int64_t(1) << 30); }
 
 template <expr::Access K, class Body>
 void launch_rows(const expr::LoopPlan& p, const Body& body, cudaStream_t s) {
