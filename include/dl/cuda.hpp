@@ -95,7 +95,9 @@ struct BasicKernels {
     return expr::DeviceRows<expr::AssignBody<V, T>>::registered;
   }
   static bool instantiate() {
-    bool ok = rows<Scalar>() && rows<expr::ApplyView<expr::Copy, Leaf>>();
+    // Fill (zeros, ones, full), fill_/zero_, copy_ of a tensor, clone/contiguous.
+    bool ok = rows<Scalar>() && rows<expr::ApplyView<expr::Copy, Scalar>>() && rows<Leaf>() &&
+              rows<expr::ApplyView<expr::Copy, Leaf>>();
     if constexpr (floating_scalar<T>) {
       ok = ok && rows<expr::ApplyView<expr::Add, Leaf, Leaf>>() && rows<expr::ApplyView<expr::Mul, Leaf, Scalar>>() &&
            expr::DeviceReduce<expr::SumReducer<T>, T, Leaf>::registered;
