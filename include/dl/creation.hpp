@@ -334,7 +334,7 @@ constexpr const char* cpp_type_name() {
        : std::is_same_v<T, int32_t> ? "int32_t" : std::is_same_v<T, uint8_t> ? "uint8_t" : "bool";
 }
 template <class T>
-void check_options(const TensorOptions& o, const char* what, bool cpu_only = false) {
+void check_options(const TensorOptions& o, const char* what) {
   if (o.dtype && *o.dtype != dtype_of<T>) {
     const char* want = "float";
     switch (*o.dtype) {
@@ -348,7 +348,6 @@ void check_options(const TensorOptions& o, const char* what, bool cpu_only = fal
     throw Error(cat(what, ": the options ask for dtype ", dtype_name(*o.dtype), " but the tensor type is Tensor<",
                     cpp_type_name<T>(), ">; dl's element type is a template argument: dl::", what, "<", want, ">(...)"));
   }
-  (void)cpu_only;
 }
 /// t on the options' device, with their requires_grad applied. Functions that fill on the host
 /// (rand, randn, eye, tensor) copy to the device here, so a seed gives the same values everywhere.
@@ -387,17 +386,17 @@ Tensor<T> eye(int64_t n, const TensorOptions& o) {
 }
 template <scalar_type T>
 Tensor<T> eye(int64_t n, int64_t m, const TensorOptions& o) {
-  detail::check_options<T>(o, "eye", true);
+  detail::check_options<T>(o, "eye");
   return detail::with_options(eye<T>(n, m), o);
 }
 template <scalar_type T>
 Tensor<T> rand(Shape shape, const TensorOptions& o) {
-  detail::check_options<T>(o, "rand", true);
+  detail::check_options<T>(o, "rand");
   return detail::with_options(rand<T>(shape), o);
 }
 template <scalar_type T>
 Tensor<T> randn(Shape shape, const TensorOptions& o) {
-  detail::check_options<T>(o, "randn", true);
+  detail::check_options<T>(o, "randn");
   return detail::with_options(randn<T>(shape), o);
 }
 
@@ -468,12 +467,12 @@ Tensor<T> tensor(std::initializer_list<std::initializer_list<std::initializer_li
 }
 template <scalar_type T>
 Tensor<T> tensor(std::initializer_list<T> v, const TensorOptions& o) {
-  detail::check_options<T>(o, "tensor", true);
+  detail::check_options<T>(o, "tensor");
   return detail::with_options(detail::from_nested<T>(v), o);
 }
 template <scalar_type T>
 Tensor<T> tensor(std::initializer_list<std::initializer_list<T>> v, const TensorOptions& o) {
-  detail::check_options<T>(o, "tensor", true);
+  detail::check_options<T>(o, "tensor");
   return detail::with_options(detail::from_nested<T>(v), o);
 }
 template <scalar_type T>

@@ -52,11 +52,6 @@ inline void copy_bytes(void* dst, Device dd, const void* src, Device sd, size_t 
   if (dd.is_cpu() && host.is_pinned(dst)) host.record_stream(dst, s, dev.index);
 }
 
-inline void memset_bytes(void* dst, Device d, int value, size_t n) {
-  DeviceGuard g(d.index);
-  DL_CUDA_CHECK(cudaMemsetAsync(dst, value, n, current_stream(d.index).handle()));
-}
-
 /// Installs the CUDA allocator, copies and cuBLAS into the core (once, at start-up).
 inline bool install_hooks() {
   auto& storage = ::dl::detail::cuda_allocator_hooks();
@@ -68,8 +63,6 @@ inline bool install_hooks() {
   };
   auto& rt = ::dl::detail::cuda_runtime_hooks();
   rt.copy = &copy_bytes;
-  rt.memset = &memset_bytes;
-  rt.record_stream = [](void* p, Device d) { device_allocator().record_stream(p, current_stream(d.index).handle()); };
   rt.pinned_alloc = [](size_t n) { return host_allocator().allocate(n); };
   rt.pinned_free = [](void* p) { host_allocator().deallocate(p); };
   rt.is_pinned = [](const void* p) { return host_allocator().is_pinned(p); };

@@ -2,7 +2,7 @@
 //
 // The core (tensors, expressions, autograd) is plain C++ compiled by g++ or nvcc. Two things
 // connect it to CUDA, both filled in by <dl/cuda.hpp>:
-//   - CudaRuntimeHooks: byte copies between devices, memset, and the other runtime calls that a
+//   - CudaRuntimeHooks: byte copies between devices, pinned memory and cuBLAS: the runtime calls a
 //     host-only (g++) translation unit may make on CUDA tensors;
 //   - KernelRegistry: the generated kernels. A fused expression's kernel is a template instantiated
 //     for the expression's type, which only nvcc can compile. Every translation unit compiled by
@@ -37,10 +37,6 @@ struct CudaRuntimeHooks {
   /// blocks the host unless non_blocking (pinned or device memory only).
   void (*copy)(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
                bool non_blocking) = nullptr;
-  /// Sets nbytes of device memory to a byte value on the current stream.
-  void (*memset)(void* dst, Device device, int value, size_t nbytes) = nullptr;
-  /// Marks that storage `p` is used by the current stream of `device` (allocator bookkeeping).
-  void (*record_stream)(void* p, Device device) = nullptr;
   /// Page-locked host memory from the pinned caching allocator, and the test for it.
   void* (*pinned_alloc)(size_t nbytes) = nullptr;
   void (*pinned_free)(void* p) = nullptr;
