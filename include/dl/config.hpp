@@ -4,6 +4,27 @@
 #include <cstddef>
 #include <cstdint>
 
+// Compiled mode ({fmt}'s split, opt-in): a program built with DL_COMPILED_KERNELS (Meson's
+// dl_compiled_dep, pkg-config's dl-compiled) links libdl_kernels, which holds dl's heavy non-template
+// functions (autograd engine, save/load, module tree, data readers...) and the float/double
+// instantiations listed in dl/compiled.hpp. The headers then keep those bodies out of the user's
+// translation unit (#if DL_HEADER_ONLY around them; `extern template` for the instantiations), so
+// it compiles in a fraction of the time. Header-only (the default) is unchanged. The library itself
+// is built with DL_BUILDING_KERNELS, which sees every body.
+#if defined(DL_COMPILED_KERNELS) && !defined(DL_BUILDING_KERNELS)
+#define DL_HEADER_ONLY 0
+#else
+#define DL_HEADER_ONLY 1
+#endif
+
+// The linkage of those non-template functions: inline in header-only mode; in compiled mode an
+// ordinary function, declared in the headers and defined once, in libdl_kernels.
+#if defined(DL_COMPILED_KERNELS)
+#define DL_API
+#else
+#define DL_API inline
+#endif
+
 // One annotation for functions that must run on the host and, later, inside CUDA kernels.
 #if defined(__CUDACC__)
 #define DL_HD __host__ __device__

@@ -26,3 +26,4 @@
 #include "tensor.hpp"
 #include "utils/plot.hpp"
 #include "utils/progress.hpp"
+#include "compiled.hpp"

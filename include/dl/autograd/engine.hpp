@@ -51,6 +51,7 @@ inline TensorImplPtr owned_grad(TensorImplPtr g) {
   return grad_ops(g->dtype).clone(g);
 }
 
+
 /// Evaluates an expression one op at a time, each op a recorded single-op node. The create_graph
 /// path uses it: a fused node for an adjoint expression would have an adjoint expression of its
 /// own, and so on without end; single-op nodes form a finite set of types.
@@ -84,9 +85,10 @@ void scan_nonfinite(const TensorImpl& t, bool* nan, bool* inf) {
   if (numel(t.shape) > 0) walk(walk, 0, base);
 }
 
+#if DL_HEADER_ONLY
 /// Anomaly mode's run of a node: errors it raises name the forward call that created it, and
 /// gradients it returns are checked for NaN and infinity.
-[[gnu::noinline]] inline std::vector<TensorImplPtr> apply_with_anomaly_checks(Node& node, std::vector<TensorImplPtr> in) {
+[[gnu::noinline]] DL_API std::vector<TensorImplPtr> apply_with_anomaly_checks(Node& node, std::vector<TensorImplPtr> in) {
   const auto where = [&] {
     return dl::detail::cat("Error detected in ", node.name(), ". The forward call that created it: ",
                            describe_site(node.forward_site()), ".");
@@ -115,16 +117,18 @@ void scan_nonfinite(const TensorImpl& t, bool* nan, bool* inf) {
   return out;
 }
 
-inline void check_grad_shape(const Node& producer, size_t index, const TensorImplPtr& g, const Node& consumer, uint32_t input_nr) {
+DL_API void check_grad_shape(const Node& producer, size_t index, const TensorImplPtr& g, const Node& consumer, uint32_t input_nr) {
   if (input_nr >= consumer.outputs().size()) return;
   const Shape& expected = consumer.outputs()[input_nr].shape;
   DL_CHECK(g->shape == expected, "Function ", producer.name(), " returned an invalid gradient at index ", index,
            " - got ", g->shape, " but expected shape compatible with ", expected);
 }
 
+#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
-inline std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPtr> grads) {
+#if DL_HEADER_ONLY
+DL_API std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPtr> grads) {
   TensorImplPtr g = std::move(grads[0]);
   if (!g) return {};
   auto& m = detail::meta(variable_);
@@ -140,6 +144,8 @@ inline std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPt
   }
   return {};
 }
+
+#endif  // DL_HEADER_ONLY
 
 }  // namespace autograd
 namespace detail {
@@ -174,9 +180,12 @@ void register_grad_ops() {
 
 /// Runs backward from `roots` (edges) seeded with `grads`. With `captures`, gradients arriving at
 /// those edges are returned instead of accumulated into leaves (autograd::grad).
-inline std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
-                                               bool keep_graph, bool create_graph,
-                                               const std::vector<Edge>* captures = nullptr) {
+DL_API std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
+                                               bool keep_graph, bool create_graph, const std::vector<Edge>* captures = nullptr);
+
+#if DL_HEADER_ONLY
+DL_API std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
+                                               bool keep_graph, bool create_graph, const std::vector<Edge>* captures) {
   // Dependencies: how many edges lead into each node.
   std::unordered_map<Node*, int> deps;
   std::vector<Node*> stack;
@@ -272,6 +281,7 @@ inline std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, s
   }
   return captured;
 }
+#endif  // DL_HEADER_ONLY
 
 /// Gradients of `outputs` with respect to `inputs` (PyTorch's torch.autograd.grad), returned
 /// instead of accumulated into .grad(). grad_outputs defaults to ones for one-element outputs.

@@ -67,7 +67,7 @@ class AccumulateGrad : public Node {
     mutable_outputs().push_back({variable_->shape, uint8_t(variable_->dtype)});
   }
   std::string name() const override { return "AccumulateGrad"; }
-  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override;  // engine.hpp
+  DL_API std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override;  // engine.hpp
   const TensorImplPtr& variable() const { return variable_; }
 
  private:

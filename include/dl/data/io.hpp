@@ -66,7 +66,8 @@ std::filesystem::path find_file(const std::vector<std::filesystem::path>& dirs, 
 
 namespace detail {
 
-inline InputFile::InputFile(const std::filesystem::path& path) : path_(path) {
+#if DL_HEADER_ONLY
+DL_API InputFile::InputFile(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   DL_CHECK(std::filesystem::exists(path, ec), "cannot open ", path.string(), ": no such file");
   DL_CHECK(!std::filesystem::is_directory(path, ec), "cannot read ", path.string(), ": it is a directory");
@@ -93,14 +94,14 @@ inline InputFile::InputFile(const std::filesystem::path& path) : path_(path) {
 #endif
 }
 
-inline InputFile::~InputFile() {
+DL_API InputFile::~InputFile() {
   if (file_) std::fclose(file_);
 #if defined(DL_DATA_ZLIB)
   if (gz_) gzclose(gz_);
 #endif
 }
 
-inline size_t InputFile::read(void* dst, size_t n) {
+DL_API size_t InputFile::read(void* dst, size_t n) {
   if (file_) {
     const size_t got = std::fread(dst, 1, n, file_);
     DL_CHECK(got == n || !std::ferror(file_), "error reading ", path_.string(), ": ", std::strerror(errno));
@@ -131,7 +132,7 @@ inline size_t InputFile::read(void* dst, size_t n) {
 #endif
 }
 
-inline int64_t InputFile::remaining() const {
+DL_API int64_t InputFile::remaining() const {
   if (!file_) return -1;
   const long pos = std::ftell(file_);
   std::error_code ec;
@@ -139,7 +140,7 @@ inline int64_t InputFile::remaining() const {
   return ec || pos < 0 ? -1 : int64_t(size) - int64_t(pos);
 }
 
-inline void InputFile::read_exact(void* dst, size_t n, const char* what) {
+DL_API void InputFile::read_exact(void* dst, size_t n, const char* what) {
   const size_t got = read(dst, n);
   if (got == n) return;
   std::string extra;
@@ -152,8 +153,11 @@ inline void InputFile::read_exact(void* dst, size_t n, const char* what) {
 #endif
   throw Error(dl::detail::cat("truncated file ", path_.string(), ": expected ", n, " bytes of ", what, ", got ", got, extra));
 }
+#endif  // DL_HEADER_ONLY
 
-inline std::filesystem::path find_file(const std::vector<std::filesystem::path>& dirs, const std::string& name, const char* what) {
+DL_API std::filesystem::path find_file(const std::vector<std::filesystem::path>& dirs, const std::string& name, const char* what);
+#if DL_HEADER_ONLY
+DL_API std::filesystem::path find_file(const std::vector<std::filesystem::path>& dirs, const std::string& name, const char* what) {
   std::error_code ec;
   std::string tried;
   for (const auto& dir : dirs)
@@ -165,14 +169,20 @@ inline std::filesystem::path find_file(const std::vector<std::filesystem::path>&
   throw Error(dl::detail::cat(what, ": cannot find ", name, " (tried ", tried, "); dl never downloads datasets, "
                               "put the files there yourself"));
 }
+#endif  // DL_HEADER_ONLY
 
-inline uint32_t read_be32(const unsigned char* p) {
+DL_API uint32_t read_be32(const unsigned char* p);
+#if DL_HEADER_ONLY
+DL_API uint32_t read_be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 
-inline Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_dims) {
+DL_API Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_dims);
+#if DL_HEADER_ONLY
+DL_API Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_dims) {
   detail::InputFile in(path);
   unsigned char header[4];
   in.read_exact(header, 4, "IDX header");
@@ -226,5 +236,6 @@ inline Tensor<uint8_t> read_idx(const std::filesystem::path& path, int expected_
   in.read_exact(out.data(), size_t(out.numel()), dl::detail::cat("data for shape ", shape).c_str());
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::data

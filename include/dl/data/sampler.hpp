@@ -210,23 +210,27 @@ class DistributedSampler {
 
 namespace detail {
 /// randperm(n) drawn from `g` as a vector.
-inline std::vector<int64_t> randperm_vector(int64_t n, Generator* g) {
+DL_API std::vector<int64_t> randperm_vector(int64_t n, Generator* g);
+#if DL_HEADER_ONLY
+DL_API std::vector<int64_t> randperm_vector(int64_t n, Generator* g) {
   const Tensor<int64_t> p = randperm<int64_t>(n, g);
   return std::vector<int64_t>(p.data(), p.data() + n);
 }
+#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
-inline SequentialSampler::SequentialSampler(int64_t n) : n_(n) {
+#if DL_HEADER_ONLY
+DL_API SequentialSampler::SequentialSampler(int64_t n) : n_(n) {
   DL_CHECK(n >= 0, "SequentialSampler: the number of samples must be non-negative, got ", n);
 }
 
-inline std::vector<int64_t> SequentialSampler::indices() {
+DL_API std::vector<int64_t> SequentialSampler::indices() {
   std::vector<int64_t> out(static_cast<size_t>(n_));
   for (int64_t i = 0; i < n_; ++i) out[size_t(i)] = i;
   return out;
 }
 
-inline RandomSampler::RandomSampler(int64_t n, RandomSamplerOptions options)
+DL_API RandomSampler::RandomSampler(int64_t n, RandomSamplerOptions options)
     : n_(n), num_samples_(options.num_samples.value_or(n)), replacement_(options.replacement), generator_(options.generator) {
   DL_CHECK(n >= 0, "RandomSampler: the number of samples must be non-negative, got ", n);
   DL_CHECK(!options.num_samples || *options.num_samples > 0,
@@ -235,7 +239,7 @@ inline RandomSampler::RandomSampler(int64_t n, RandomSamplerOptions options)
   DL_CHECK(n > 0 || num_samples_ == 0, "RandomSampler: cannot draw ", num_samples_, " samples from an empty dataset");
 }
 
-inline std::vector<int64_t> RandomSampler::indices() {
+DL_API std::vector<int64_t> RandomSampler::indices() {
   std::vector<int64_t> out;
   out.reserve(size_t(num_samples_));
   if (replacement_) {
@@ -250,7 +254,7 @@ inline std::vector<int64_t> RandomSampler::indices() {
   return out;
 }
 
-inline SubsetRandomSampler::SubsetRandomSampler(std::vector<int64_t> indices, Generator* generator)
+DL_API SubsetRandomSampler::SubsetRandomSampler(std::vector<int64_t> indices, Generator* generator)
     : indices_(std::move(indices)), generator_(generator) {}
 
 inline std::vector<int64_t> SubsetRandomSampler::indices() {
@@ -260,7 +264,7 @@ inline std::vector<int64_t> SubsetRandomSampler::indices() {
   return out;
 }
 
-inline WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_t num_samples, bool replacement,
+DL_API WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_t num_samples, bool replacement,
                                                     Generator* generator)
     : weights_(std::move(weights)), num_samples_(num_samples), replacement_(replacement), generator_(generator) {
   DL_CHECK(num_samples > 0, "WeightedRandomSampler: num_samples should be a positive integer value, but got num_samples=", num_samples);
@@ -279,7 +283,7 @@ inline WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights,
            " samples without replacement: only ", nonzero, " of ", weights_.size(), " weights are nonzero");
 }
 
-inline std::vector<int64_t> WeightedRandomSampler::indices() {
+DL_API std::vector<int64_t> WeightedRandomSampler::indices() {
   Generator& g = generator_ ? *generator_ : default_generator();
   std::vector<int64_t> out;
   out.reserve(size_t(num_samples_));
@@ -309,27 +313,28 @@ inline std::vector<int64_t> WeightedRandomSampler::indices() {
   return out;
 }
 
-inline int64_t AnySampler::size() const {
+DL_API int64_t AnySampler::size() const {
   DL_CHECK(self_, "AnySampler: size() of an empty sampler");
   return self_->size();
 }
-inline std::vector<int64_t> AnySampler::indices() {
+
+DL_API std::vector<int64_t> AnySampler::indices() {
   DL_CHECK(self_, "AnySampler: indices() of an empty sampler");
   return self_->indices();
 }
 
-inline BatchSampler::BatchSampler(AnySampler sampler, int64_t batch_size, bool drop_last)
+DL_API BatchSampler::BatchSampler(AnySampler sampler, int64_t batch_size, bool drop_last)
     : sampler_(std::move(sampler)), batch_size_(batch_size), drop_last_(drop_last) {
   DL_CHECK(sampler_, "BatchSampler: sampler is empty");
   DL_CHECK(batch_size > 0, "BatchSampler: batch_size should be a positive integer value, but got batch_size=", batch_size);
 }
 
-inline int64_t BatchSampler::size() const {
+DL_API int64_t BatchSampler::size() const {
   const int64_t n = sampler_.size();
   return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
 }
 
-inline std::vector<std::vector<int64_t>> BatchSampler::batches() {
+DL_API std::vector<std::vector<int64_t>> BatchSampler::batches() {
   const std::vector<int64_t> idx = sampler_.indices();
   std::vector<std::vector<int64_t>> out;
   out.reserve(idx.size() / size_t(batch_size_) + 1);
@@ -341,16 +346,17 @@ inline std::vector<std::vector<int64_t>> BatchSampler::batches() {
   return out;
 }
 
-inline int64_t AnyBatchSampler::size() const {
+DL_API int64_t AnyBatchSampler::size() const {
   DL_CHECK(self_, "AnyBatchSampler: size() of an empty batch sampler");
   return self_->size();
 }
-inline std::vector<std::vector<int64_t>> AnyBatchSampler::batches() {
+
+DL_API std::vector<std::vector<int64_t>> AnyBatchSampler::batches() {
   DL_CHECK(self_, "AnyBatchSampler: batches() of an empty batch sampler");
   return self_->batches();
 }
 
-inline DistributedSampler::DistributedSampler(int64_t dataset_size, DistributedSamplerOptions options)
+DL_API DistributedSampler::DistributedSampler(int64_t dataset_size, DistributedSamplerOptions options)
     : n_(dataset_size), options_(options) {
   DL_CHECK(dataset_size >= 0, "DistributedSampler: dataset size must be non-negative, got ", dataset_size);
   DL_CHECK(options.num_replicas >= 1, "DistributedSampler: num_replicas must be at least 1, got ", options.num_replicas);
@@ -362,7 +368,7 @@ inline DistributedSampler::DistributedSampler(int64_t dataset_size, DistributedS
   num_samples_ = options.drop_last ? n_ / r : (n_ + r - 1) / r;
 }
 
-inline std::vector<int64_t> DistributedSampler::indices() {
+DL_API std::vector<int64_t> DistributedSampler::indices() {
   std::vector<int64_t> all;
   if (options_.shuffle) {
     Generator g(options_.seed + uint64_t(epoch_));
@@ -382,5 +388,6 @@ inline std::vector<int64_t> DistributedSampler::indices() {
   for (int64_t k = options_.rank; k < total; k += options_.num_replicas) out.push_back(all[size_t(k)]);
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::data

@@ -198,7 +198,8 @@ class RandomRotation {
 
 // ------------------------------------------------------------------------------ implementation
 
-inline Padding::Padding(std::initializer_list<int64_t> p) {
+#if DL_HEADER_ONLY
+DL_API Padding::Padding(std::initializer_list<int64_t> p) {
   const auto* v = p.begin();
   if (p.size() == 1) {
     left = top = right = bottom = v[0];
@@ -214,18 +215,24 @@ inline Padding::Padding(std::initializer_list<int64_t> p) {
   }
   DL_CHECK(left >= 0 && top >= 0 && right >= 0 && bottom >= 0, "Padding: values must be non-negative");
 }
+#endif  // DL_HEADER_ONLY
 
 namespace detail {
 
 /// Checks an image tensor has at least `min_dims` dims and returns (outer, H, W) of [..., H, W].
-inline std::array<int64_t, 3> image_dims(const Shape& s, int min_dims, const char* what) {
+DL_API std::array<int64_t, 3> image_dims(const Shape& s, int min_dims, const char* what);
+#if DL_HEADER_ONLY
+DL_API std::array<int64_t, 3> image_dims(const Shape& s, int min_dims, const char* what) {
   DL_CHECK(s.size() >= min_dims, what, ": expected a tensor image of at least ", min_dims, " dimensions, got shape ", s);
   const int64_t h = s[s.size() - 2], w = s[s.size() - 1];
   return {h * w != 0 ? numel(s) / (h * w) : 0, h, w};
 }
+#endif  // DL_HEADER_ONLY
 
 /// Writes dst[c][y][x] = src[(y * W + x) * C + c] * scale + shift for every channel.
-inline void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, float scale, float shift) {
+DL_API void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, float scale, float shift);
+#if DL_HEADER_ONLY
+DL_API void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, float scale, float shift) {
   const int64_t plane = h * w;
   if (c == 1) {
     for (int64_t k = 0; k < plane; ++k) dst[k] = float(src[k]) * scale + shift;
@@ -234,9 +241,13 @@ inline void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, f
   for (int64_t ch = 0; ch < c; ++ch)
     for (int64_t k = 0; k < plane; ++k) dst[ch * plane + k] = float(src[k * c + ch]) * scale + shift;
 }
+#endif  // DL_HEADER_ONLY
 
 /// Writes dst[c][y][x] = src[(y * W + x) * C + c] * scale[c] + shift[c]  (HWC uint8 -> CHW float).
-inline void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, const float* scale,
+DL_API void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, const float* scale,
+                          const float* shift);
+#if DL_HEADER_ONLY
+DL_API void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, const float* scale,
                           const float* shift) {
   const int64_t plane = h * w;
   if (c == 1) {
@@ -250,6 +261,7 @@ inline void hwc_u8_to_chw(const uint8_t* src, int64_t h, int64_t w, int64_t c, f
     for (int64_t k = 0; k < plane; ++k) d[k] = float(src[k * c + ch]) * a + b;
   }
 }
+#endif  // DL_HEADER_ONLY
 
 // chain_result<X, T1, T2, ...>::type: the type T_n(...T2(T1(X))) when every step is callable.
 template <class X, class... Ts>
@@ -306,7 +318,9 @@ Tensor<T> chw_to_hwc(const Tensor<T>& image) {
 
 namespace functional {
 
-inline Tensor<float> to_tensor(const Tensor<uint8_t>& image) {
+DL_API Tensor<float> to_tensor(const Tensor<uint8_t>& image);
+#if DL_HEADER_ONLY
+DL_API Tensor<float> to_tensor(const Tensor<uint8_t>& image) {
   DL_CHECK(image.dim() >= 2 && image.dim() <= 4, "to_tensor: expected an HWC image ([H, W], [H, W, C] or [N, H, W, C] uint8), got shape ",
            image.shape());
   const Tensor<uint8_t> src = image.contiguous();
@@ -318,8 +332,11 @@ inline Tensor<float> to_tensor(const Tensor<uint8_t>& image) {
     detail::hwc_u8_to_chw(src.data() + i * h * w * c, h, w, c, out.data() + i * c * h * w, 1.0f / 255.0f, 0.0f);
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
-inline Tensor<float> normalize(const Tensor<float>& x, const std::vector<float>& mean, const std::vector<float>& stdev) {
+DL_API Tensor<float> normalize(const Tensor<float>& x, const std::vector<float>& mean, const std::vector<float>& stdev);
+#if DL_HEADER_ONLY
+DL_API Tensor<float> normalize(const Tensor<float>& x, const std::vector<float>& mean, const std::vector<float>& stdev) {
   DL_CHECK(x.dim() >= 3, "normalize: expected a tensor image of size (..., C, H, W), got shape ", x.shape());
   const int64_t c = x.size(-3);
   DL_CHECK(mean.size() == 1 || int64_t(mean.size()) == c, "normalize: ", mean.size(), " means for an image with ", c, " channels (shape ",
@@ -338,6 +355,7 @@ inline Tensor<float> normalize(const Tensor<float>& x, const std::vector<float>&
     }
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
 template <scalar_type T>
 Tensor<T> crop(const Tensor<T>& x, int64_t top, int64_t left, int64_t height, int64_t width, T fill) {
@@ -512,7 +530,8 @@ void Compose<Ts...>::fold_affine(std::vector<float>& scale, std::vector<float>& 
   std::apply([&](const auto&... t) { (t.fold_affine(scale, shift), ...); }, transforms_);
 }
 
-inline Normalize::Normalize(std::vector<float> mean, std::vector<float> stdev) : mean_(std::move(mean)), std_(std::move(stdev)) {
+#if DL_HEADER_ONLY
+DL_API Normalize::Normalize(std::vector<float> mean, std::vector<float> stdev) : mean_(std::move(mean)), std_(std::move(stdev)) {
   DL_CHECK(!mean_.empty() && !std_.empty(), "Normalize: mean and std must not be empty");
   DL_CHECK(mean_.size() == std_.size() || mean_.size() == 1 || std_.size() == 1, "Normalize: ", mean_.size(), " means but ",
            std_.size(), " stds");
@@ -520,7 +539,7 @@ inline Normalize::Normalize(std::vector<float> mean, std::vector<float> stdev) :
     DL_CHECK(std_[k] != 0, "Normalize: std evaluated to zero (std[", k, "] = 0), leading to division by zero");
 }
 
-inline void Normalize::fold_affine(std::vector<float>& scale, std::vector<float>& shift) const {
+DL_API void Normalize::fold_affine(std::vector<float>& scale, std::vector<float>& shift) const {
   const size_t c = scale.size();
   DL_CHECK((mean_.size() == 1 || mean_.size() == c) && (std_.size() == 1 || std_.size() == c), "normalize: ", mean_.size(),
            " means and ", std_.size(), " stds for an image with ", c, " channels");
@@ -531,10 +550,11 @@ inline void Normalize::fold_affine(std::vector<float>& scale, std::vector<float>
   }
 }
 
-inline RandomCrop::RandomCrop(Size2 size, Padding padding, bool pad_if_needed, float fill)
+DL_API RandomCrop::RandomCrop(Size2 size, Padding padding, bool pad_if_needed, float fill)
     : size_(size), padding_(padding), pad_if_needed_(pad_if_needed), fill_(fill) {
   DL_CHECK(size.height > 0 && size.width > 0, "RandomCrop: size must be positive, got (", size.height, ", ", size.width, ")");
 }
+#endif  // DL_HEADER_ONLY
 
 template <scalar_type T>
 Tensor<T> RandomCrop::operator()(const Tensor<T>& x, Generator* generator) const {
@@ -561,18 +581,22 @@ Tensor<T> RandomCrop::operator()(const Tensor<T>& x, Generator* generator) const
   return functional::crop(x, i - p.top, j - p.left, size_.height, size_.width, T(fill_));
 }
 
-inline RandomHorizontalFlip::RandomHorizontalFlip(double p) : p_(p) {
+#if DL_HEADER_ONLY
+DL_API RandomHorizontalFlip::RandomHorizontalFlip(double p) : p_(p) {
   DL_CHECK(p >= 0 && p <= 1, "RandomHorizontalFlip: p must be in [0, 1], got ", p);
 }
+#endif  // DL_HEADER_ONLY
 
 template <scalar_type T>
 Tensor<T> RandomHorizontalFlip::operator()(const Tensor<T>& x, Generator* generator) const {
   return data::uniform(sample_generator(generator)) < p_ ? functional::hflip(x) : x;
 }
 
-inline RandomVerticalFlip::RandomVerticalFlip(double p) : p_(p) {
+#if DL_HEADER_ONLY
+DL_API RandomVerticalFlip::RandomVerticalFlip(double p) : p_(p) {
   DL_CHECK(p >= 0 && p <= 1, "RandomVerticalFlip: p must be in [0, 1], got ", p);
 }
+#endif  // DL_HEADER_ONLY
 
 template <scalar_type T>
 Tensor<T> RandomVerticalFlip::operator()(const Tensor<T>& x, Generator* generator) const {
@@ -584,16 +608,18 @@ Tensor<T> Resize::operator()(const Tensor<T>& x) const {
   return edge_ > 0 ? functional::resize(x, edge_, mode_) : functional::resize(x, Size2{size_[0], size_[1]}, mode_);
 }
 
-inline RandomRotation::RandomRotation(double degrees, Interpolation mode, float fill)
+#if DL_HEADER_ONLY
+DL_API RandomRotation::RandomRotation(double degrees, Interpolation mode, float fill)
     : min_(-degrees), max_(degrees), mode_(mode), fill_(fill) {
   DL_CHECK(degrees >= 0, "RandomRotation: if degrees is a single number, it must be positive, got ", degrees);
 }
 
-inline RandomRotation::RandomRotation(double min_degrees, double max_degrees, Interpolation mode, float fill)
+DL_API RandomRotation::RandomRotation(double min_degrees, double max_degrees, Interpolation mode, float fill)
     : min_(min_degrees), max_(max_degrees), mode_(mode), fill_(fill) {
   DL_CHECK(min_degrees <= max_degrees, "RandomRotation: degrees should be (min, max) with min <= max, got (", min_degrees, ", ",
            max_degrees, ")");
 }
+#endif  // DL_HEADER_ONLY
 
 template <floating_scalar T>
 Tensor<T> RandomRotation::operator()(const Tensor<T>& x, Generator* generator) const {

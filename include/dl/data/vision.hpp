@@ -193,7 +193,10 @@ auto VisionDataset<Transform>::get(int64_t i) const -> sample_type {
 namespace detail {
 
 /// MNIST-format images + labels from IDX files in one of `dirs`.
-inline std::pair<Tensor<uint8_t>, Tensor<int64_t>> read_mnist(const std::vector<std::filesystem::path>& dirs, bool train, const char* what,
+DL_API std::pair<Tensor<uint8_t>, Tensor<int64_t>> read_mnist(const std::vector<std::filesystem::path>& dirs, bool train, const char* what,
+                                                              int64_t num_classes);
+#if DL_HEADER_ONLY
+DL_API std::pair<Tensor<uint8_t>, Tensor<int64_t>> read_mnist(const std::vector<std::filesystem::path>& dirs, bool train, const char* what,
                                                               int64_t num_classes) {
   const std::string prefix = train ? "train" : "t10k";
   const auto image_path = find_file(dirs, prefix + "-images-idx3-ubyte", what);
@@ -211,10 +214,14 @@ inline std::pair<Tensor<uint8_t>, Tensor<int64_t>> read_mnist(const std::vector<
   }
   return {images.unsqueeze(3), std::move(labels)};
 }
+#endif  // DL_HEADER_ONLY
 
 /// CIFAR binary records (label bytes, then 3x32x32 CHW) from `files` into NHWC images and labels.
 /// labels[k] receives label byte k of each record.
-inline Tensor<uint8_t> read_cifar(const std::vector<std::filesystem::path>& files, int label_bytes, std::vector<Tensor<int64_t>>& labels,
+DL_API Tensor<uint8_t> read_cifar(const std::vector<std::filesystem::path>& files, int label_bytes, std::vector<Tensor<int64_t>>& labels,
+                                  const std::vector<int64_t>& num_classes, const char* what);
+#if DL_HEADER_ONLY
+DL_API Tensor<uint8_t> read_cifar(const std::vector<std::filesystem::path>& files, int label_bytes, std::vector<Tensor<int64_t>>& labels,
                                   const std::vector<int64_t>& num_classes, const char* what) {
   constexpr int64_t kPixels = 3 * 32 * 32;
   const int64_t record = label_bytes + kPixels;
@@ -256,8 +263,11 @@ inline Tensor<uint8_t> read_cifar(const std::vector<std::filesystem::path>& file
   }
   return images;
 }
+#endif  // DL_HEADER_ONLY
 
-inline std::vector<std::string> read_lines(const std::filesystem::path& path) {
+DL_API std::vector<std::string> read_lines(const std::filesystem::path& path);
+#if DL_HEADER_ONLY
+DL_API std::vector<std::string> read_lines(const std::filesystem::path& path) {
   std::vector<std::string> out;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return out;
@@ -276,13 +286,19 @@ inline std::vector<std::string> read_lines(const std::filesystem::path& path) {
   if (!line.empty()) out.push_back(line);
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
 /// The directory of CIFAR files: root itself or root/sub, whichever holds `probe`.
-inline std::filesystem::path cifar_dir(const std::filesystem::path& root, const char* sub, const std::string& probe, const char* what) {
+DL_API std::filesystem::path cifar_dir(const std::filesystem::path& root, const char* sub, const std::string& probe, const char* what);
+#if DL_HEADER_ONLY
+DL_API std::filesystem::path cifar_dir(const std::filesystem::path& root, const char* sub, const std::string& probe, const char* what) {
   return find_file({root, root / sub}, probe, what).parent_path();
 }
+#endif  // DL_HEADER_ONLY
 
-inline std::pair<Tensor<uint8_t>, Tensor<int64_t>> load_cifar10(const std::filesystem::path& root, bool train) {
+DL_API std::pair<Tensor<uint8_t>, Tensor<int64_t>> load_cifar10(const std::filesystem::path& root, bool train);
+#if DL_HEADER_ONLY
+DL_API std::pair<Tensor<uint8_t>, Tensor<int64_t>> load_cifar10(const std::filesystem::path& root, bool train) {
   const char* what = "CIFAR10";
   const auto dir = cifar_dir(root, "cifar-10-batches-bin", train ? "data_batch_1.bin" : "test_batch.bin", what);
   std::vector<std::filesystem::path> files;
@@ -295,9 +311,13 @@ inline std::pair<Tensor<uint8_t>, Tensor<int64_t>> load_cifar10(const std::files
   Tensor<uint8_t> images = read_cifar(files, 1, labels, {10}, what);
   return {std::move(images), std::move(labels[0])};
 }
+#endif  // DL_HEADER_ONLY
 
 /// Images, coarse labels, fine labels and fine class names of CIFAR-100.
-inline std::tuple<Tensor<uint8_t>, Tensor<int64_t>, Tensor<int64_t>, std::vector<std::string>> load_cifar100(
+DL_API std::tuple<Tensor<uint8_t>, Tensor<int64_t>, Tensor<int64_t>, std::vector<std::string>> load_cifar100(
+    const std::filesystem::path& root, bool train);
+#if DL_HEADER_ONLY
+DL_API std::tuple<Tensor<uint8_t>, Tensor<int64_t>, Tensor<int64_t>, std::vector<std::string>> load_cifar100(
     const std::filesystem::path& root, bool train) {
   const char* what = "CIFAR100";
   const std::string name = train ? "train.bin" : "test.bin";
@@ -307,6 +327,7 @@ inline std::tuple<Tensor<uint8_t>, Tensor<int64_t>, Tensor<int64_t>, std::vector
   std::vector<std::string> classes = read_lines(dir / "fine_label_names.txt");
   return {std::move(images), std::move(labels[0]), std::move(labels[1]), std::move(classes)};
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 

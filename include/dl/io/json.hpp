@@ -20,15 +20,16 @@ std::string a_json(const nlohmann::ordered_json& j);
 /// A JSON object of strings as a map; `what` starts every error message.
 std::map<std::string, std::string> parse_string_map(std::string_view text, const std::string& what);
 
+#if DL_HEADER_ONLY
 // ------------------------------------------------------------------------------ implementation
 
-inline std::string a_json(const nlohmann::ordered_json& j) {
+DL_API std::string a_json(const nlohmann::ordered_json& j) {
   const std::string t = j.type_name();
   if (j.is_null()) return t;
   return (j.is_array() || j.is_object() ? "an " : "a ") + t;
 }
 
-inline std::map<std::string, std::string> parse_string_map(std::string_view text, const std::string& what) {
+DL_API std::map<std::string, std::string> parse_string_map(std::string_view text, const std::string& what) {
   using json = nlohmann::ordered_json;
   json j;
   try {
@@ -48,4 +49,5 @@ inline std::map<std::string, std::string> parse_string_map(std::string_view text
   return out;
 }
 
+#endif  // DL_HEADER_ONLY
 }  // namespace dl::io::detail

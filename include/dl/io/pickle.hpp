@@ -132,9 +132,10 @@ struct TensorRecord {
 /// data.pkl for an OrderedDict of tensors, as torch.save writes it (protocol 2).
 std::string write_state_dict(const std::vector<TensorRecord>& tensors);
 
+#if DL_HEADER_ONLY
 // ------------------------------------------------------------------------------ implementation
 
-inline std::string_view kind_name(Kind k) {
+DL_API std::string_view kind_name(Kind k) {
   switch (k) {
     case Kind::None: return "None";
     case Kind::Bool: return "bool";
@@ -151,12 +152,12 @@ inline std::string_view kind_name(Kind k) {
   return "?";
 }
 
-inline std::string a_kind(Kind k) {
+DL_API std::string a_kind(Kind k) {
   if (k == Kind::None) return "None";
   return (k == Kind::Int ? "an " : "a ") + std::string(kind_name(k));
 }
 
-inline void DictData::set(Value key, Value value) {
+DL_API void DictData::set(Value key, Value value) {
   if (key.kind == Kind::String) {
     const std::string& s = std::get<std::string>(key.obj->data);
     auto [it, fresh] = string_keys.try_emplace(s, items.size());
@@ -168,7 +169,7 @@ inline void DictData::set(Value key, Value value) {
   items.emplace_back(key, value);
 }
 
-inline StorageType storage_type_from_name(std::string_view name) {
+DL_API StorageType storage_type_from_name(std::string_view name) {
   struct Known {
     std::string_view name, torch_dtype;
     bool supported;
@@ -199,7 +200,7 @@ inline StorageType storage_type_from_name(std::string_view name) {
   return {};
 }
 
-inline std::string_view storage_class_name(ScalarType t) {
+DL_API std::string_view storage_class_name(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return "BoolStorage";
     case ScalarType::UInt8: return "ByteStorage";
@@ -211,13 +212,13 @@ inline std::string_view storage_class_name(ScalarType t) {
   return "?";
 }
 
-inline Value Unpickler::make(Kind kind, auto&& data) {
+DL_API Value Unpickler::make(Kind kind, auto&& data) {
   arena_.emplace_back();
   arena_.back().data = std::forward<decltype(data)>(data);
   return Value{kind, 0, 0, &arena_.back()};
 }
 
-inline Value Unpickler::pop() {
+DL_API Value Unpickler::pop() {
   // Below the last MARK the stack belongs to the enclosing frame (Python's metastack).
   const size_t floor = marks_.empty() ? 0 : marks_.back();
   DL_CHECK(stack_.size() > floor, "pickle: stack underflow at byte ", pos_);
@@ -226,13 +227,13 @@ inline Value Unpickler::pop() {
   return v;
 }
 
-inline Value& Unpickler::top() {
+DL_API Value& Unpickler::top() {
   const size_t floor = marks_.empty() ? 0 : marks_.back();
   DL_CHECK(stack_.size() > floor, "pickle: stack underflow at byte ", pos_);
   return stack_.back();
 }
 
-inline std::vector<Value> Unpickler::pop_mark() {
+DL_API std::vector<Value> Unpickler::pop_mark() {
   DL_CHECK(!marks_.empty(), "pickle: MARK expected before byte ", pos_);
   const size_t m = marks_.back();
   marks_.pop_back();
@@ -241,7 +242,7 @@ inline std::vector<Value> Unpickler::pop_mark() {
   return items;
 }
 
-inline Value Unpickler::find_global(std::string_view module, std::string_view name) {
+DL_API Value Unpickler::find_global(std::string_view module, std::string_view name) {
   auto global = [](Global g, int64_t extra = 0) { return Value{Kind::Global, int64_t(g) | (extra << 8), 0, nullptr}; };
   if (module == "collections" && name == "OrderedDict") return global(Global::OrderedDict);
   if (module == "torch._utils" && name == "_rebuild_tensor_v2") return global(Global::RebuildTensorV2);
@@ -260,7 +261,7 @@ inline Value Unpickler::find_global(std::string_view module, std::string_view na
                           "never calls other Python objects"));
 }
 
-inline Value Unpickler::persistent_load(const Value& pid) {
+DL_API Value Unpickler::persistent_load(const Value& pid) {
   // torch.save: ('storage', torch.<Type>Storage, key, location, numel)
   const auto* t = pid.kind == Kind::Tuple ? &std::get<std::vector<Value>>(pid.obj->data) : nullptr;
   DL_CHECK(t && t->size() == 5 && (*t)[0].kind == Kind::String &&
@@ -275,7 +276,7 @@ inline Value Unpickler::persistent_load(const Value& pid) {
                                         std::get<std::string>(location.obj->data), numel.i});
 }
 
-inline Value Unpickler::reduce(const Value& callable, const Value& args_value) {
+DL_API Value Unpickler::reduce(const Value& callable, const Value& args_value) {
   DL_CHECK(callable.kind == Kind::Global, "pickle: REDUCE at byte ", pos_, " calls ", a_kind(callable.kind));
   DL_CHECK(args_value.kind == Kind::Tuple, "pickle: REDUCE at byte ", pos_, " has arguments of type ",
            kind_name(args_value.kind));
@@ -314,7 +315,7 @@ inline Value Unpickler::reduce(const Value& callable, const Value& args_value) {
   throw Error(::dl::detail::cat("pickle: REDUCE at byte ", pos_, " calls a storage class"));
 }
 
-inline Value Unpickler::load(std::string_view in) {
+DL_API Value Unpickler::load(std::string_view in) {
   DL_CHECK(in.size() <= kMaxBytes, "pickle: ", in.size(), " bytes is more than a state dict needs (limit ",
            kMaxBytes, ")");
   const auto* p = reinterpret_cast<const unsigned char*>(in.data());
@@ -533,7 +534,7 @@ struct Out {
 };
 }  // namespace pickle_detail
 
-inline std::string write_state_dict(const std::vector<TensorRecord>& tensors) {
+DL_API std::string write_state_dict(const std::vector<TensorRecord>& tensors) {
   pickle_detail::Out o;
   o.op(0x80);
   o.op(2);
@@ -570,4 +571,5 @@ inline std::string write_state_dict(const std::vector<TensorRecord>& tensors) {
   return std::move(o.b);
 }
 
+#endif  // DL_HEADER_ONLY
 }  // namespace dl::io::detail::pickle

@@ -51,6 +51,7 @@ StateDict read_pth_file(const std::string& path);
 std::string python_float_repr(double v);
 }  // namespace detail
 
+#if DL_HEADER_ONLY
 // ------------------------------------------------------------------------------ implementation
 
 namespace detail {
@@ -58,7 +59,7 @@ namespace detail {
 inline constexpr int kMaxNesting = 64;            // containers inside containers
 inline constexpr uint64_t kMaxMetadataBytes = 64 << 20;
 
-inline std::string python_float_repr(double v) {
+DL_API std::string python_float_repr(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   char buf[64];
@@ -83,7 +84,7 @@ inline std::string python_float_repr(double v) {
   return sign + digits.substr(0, size_t(decpt)) + "." + digits.substr(size_t(decpt));
 }
 
-inline std::string join_dims(const std::vector<int64_t>& v) {
+DL_API std::string join_dims(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + std::to_string(v[k]);
   return s + "]";
@@ -116,7 +117,7 @@ class PthReader {
   size_t budget_ = 0;
 };
 
-inline StateDict PthReader::read() {
+DL_API StateDict PthReader::read() {
   const int64_t n = zip_.num_entries();
   DL_CHECK(n > 0, what_, ": the zip archive is empty (not a torch.save file)");
   // As PyTorch: the archive's name is the folder of its first entry ("archive", or the file stem).
@@ -152,13 +153,13 @@ inline StateDict PthReader::read() {
   return std::move(sd_);
 }
 
-inline void PthReader::add_metadata(const std::string& name, std::string text) {
+DL_API void PthReader::add_metadata(const std::string& name, std::string text) {
   DL_CHECK(!sd_.contains(name) && !sd_.metadata.count(name), what_, ": key '", name,
            "' appears twice (after flattening nested containers with '.')");
   sd_.metadata.emplace(name, std::move(text));
 }
 
-inline void PthReader::walk(const pickle::Value& v, const std::string& name, int depth) {
+DL_API void PthReader::walk(const pickle::Value& v, const std::string& name, int depth) {
   using pickle::Kind;
   DL_CHECK(depth <= kMaxNesting, what_, ": containers nested more than ", kMaxNesting, " deep at '", name,
            "' (or a container that contains itself)");
@@ -200,7 +201,7 @@ inline void PthReader::walk(const pickle::Value& v, const std::string& name, int
                                 ", which is neither a tensor nor a plain value"));
 }
 
-inline AnyTensor PthReader::tensor(const pickle::TensorRef& r, const std::string& name) {
+DL_API AnyTensor PthReader::tensor(const pickle::TensorRef& r, const std::string& name) {
   const pickle::StorageRef& s = *r.storage;
   const pickle::StorageType& type = unpickler_.storage_types()[size_t(s.type)];
   DL_CHECK(type.supported, what_, ": tensor '", name, "' has dtype ", type.torch_dtype, " (torch.", type.torch_name,
@@ -244,7 +245,7 @@ inline AnyTensor PthReader::tensor(const pickle::TensorRef& r, const std::string
   return AnyTensor(std::move(impl));
 }
 
-inline std::shared_ptr<Storage> PthReader::storage(const pickle::StorageRef& s, ScalarType dtype,
+DL_API std::shared_ptr<Storage> PthReader::storage(const pickle::StorageRef& s, ScalarType dtype,
                                                    const std::string& name) {
   if (auto it = storages_.find(s.key); it != storages_.end()) {
     DL_CHECK(it->second.dtype == dtype && it->second.numel == s.numel, what_, ": storage '", s.key,
@@ -276,7 +277,7 @@ inline std::shared_ptr<Storage> PthReader::storage(const pickle::StorageRef& s, 
 }
 #endif
 
-inline void write_pth(const StateDict& sd, Sink& out, bool force_zip64) {
+DL_API void write_pth(const StateDict& sd, Sink& out, bool force_zip64) {
   // Tensors of one dl storage (and dtype) share one stored storage: the element range they use.
   struct Group {
     const Storage* storage;  // null for empty tensors, which get their own empty storage
@@ -345,12 +346,12 @@ inline void write_pth(const StateDict& sd, Sink& out, bool force_zip64) {
 }
 
 #if DL_HAVE_LIBZIP
-inline StateDict read_pth_file(const std::string& path) {
+DL_API StateDict read_pth_file(const std::string& path) {
   ZipReader zip = ZipReader::open_file(path);
   return PthReader(zip, "load('" + path + "')").read();
 }
 #else
-inline StateDict read_pth_file(const std::string& path) {
+DL_API StateDict read_pth_file(const std::string& path) {
   throw Error("load('" + path + "'): reading .pth files needs libzip, and dl was built without it "
               "(install libzip-dev and reconfigure), or save the state dict as .safetensors");
 }
@@ -358,14 +359,14 @@ inline StateDict read_pth_file(const std::string& path) {
 
 }  // namespace detail
 
-inline std::string to_pth(const StateDict& sd) {
+DL_API std::string to_pth(const StateDict& sd) {
   std::string out;
   detail::StringSink sink(out);
   detail::write_pth(sd, sink);
   return out;
 }
 
-inline StateDict from_pth(std::string_view bytes) {
+DL_API StateDict from_pth(std::string_view bytes) {
 #if DL_HAVE_LIBZIP
   auto zip = [&] {
     try {
@@ -382,4 +383,5 @@ inline StateDict from_pth(std::string_view bytes) {
 #endif
 }
 
+#endif  // DL_HEADER_ONLY
 }  // namespace dl::io

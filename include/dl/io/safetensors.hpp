@@ -62,13 +62,14 @@ SafetensorsHeader parse_safetensors_header(std::string_view json, uint64_t data_
 uint64_t safetensors_header_length(const unsigned char* first8, uint64_t file_size, const std::string& what);
 }  // namespace detail
 
+#if DL_HEADER_ONLY
 // ------------------------------------------------------------------------------ implementation
 
 namespace detail {
 
 inline constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;  // the reference's limit
 
-inline std::string_view safetensors_dtype(ScalarType t) {
+DL_API std::string_view safetensors_dtype(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return "BOOL";
     case ScalarType::UInt8: return "U8";
@@ -80,7 +81,7 @@ inline std::string_view safetensors_dtype(ScalarType t) {
   return "?";
 }
 
-inline uint64_t safetensors_header_length(const unsigned char* b, uint64_t file_size, const std::string& what) {
+DL_API uint64_t safetensors_header_length(const unsigned char* b, uint64_t file_size, const std::string& what) {
   DL_CHECK(file_size >= 8, what, ": ", file_size, " bytes is too short for a safetensors file (8-byte header length)");
   uint64_t n = 0;
   for (int k = 0; k < 8; ++k) n |= uint64_t(b[k]) << (8 * k);
@@ -91,7 +92,7 @@ inline uint64_t safetensors_header_length(const unsigned char* b, uint64_t file_
   return n;
 }
 
-inline SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_t data_size, const std::string& what) {
+DL_API SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_t data_size, const std::string& what) {
   using json = nlohmann::ordered_json;
   DL_CHECK(!text.empty() && text[0] == '{', what, ": the header does not start with '{' (not a safetensors file)");
   json j;
@@ -187,13 +188,13 @@ inline SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_
 }
 
 /// Validated bytes of a bool tensor: C++ bools other than 0 and 1 are undefined behaviour.
-inline void check_bools(const SafetensorsEntry& e, const void* data, const std::string& what) {
+DL_API void check_bools(const SafetensorsEntry& e, const void* data, const std::string& what) {
   const auto* b = static_cast<const unsigned char*>(data);
   for (uint64_t k = 0; k < e.end - e.begin; ++k)
     DL_CHECK(b[k] <= 1, what, ": BOOL tensor '", e.name, "' holds the byte ", int(b[k]), " at element ", k);
 }
 
-inline StateDict read_safetensors(const SafetensorsHeader& h, auto&& read_range, const std::string& what) {
+DL_API StateDict read_safetensors(const SafetensorsHeader& h, auto&& read_range, const std::string& what) {
   StateDict sd;
   for (const SafetensorsEntry& e : h.entries) {
     auto impl = ::dl::detail::make_impl(e.dtype, e.shape);
@@ -205,7 +206,7 @@ inline StateDict read_safetensors(const SafetensorsHeader& h, auto&& read_range,
   return sd;
 }
 
-inline void write_safetensors(const StateDict& sd, Sink& out) {
+DL_API void write_safetensors(const StateDict& sd, Sink& out) {
   using json = nlohmann::ordered_json;
   std::vector<AnyTensor> data;  // contiguous CPU tensors, in StateDict order
   for (const auto& [name, t] : sd) {
@@ -251,7 +252,7 @@ inline void write_safetensors(const StateDict& sd, Sink& out) {
   for (size_t i : order) out.write(data[i].impl()->data(), size_t(data[i].numel()) * element_size(data[i].dtype()));
 }
 
-inline StateDict read_safetensors_file(const std::string& path) {
+DL_API StateDict read_safetensors_file(const std::string& path) {
   const std::string what = "load('" + path + "')";
   std::FILE* f = std::fopen(path.c_str(), "rb");
   DL_CHECK(f, "cannot open '", path, "': ", std::strerror(errno));
@@ -282,14 +283,14 @@ inline StateDict read_safetensors_file(const std::string& path) {
 
 }  // namespace detail
 
-inline std::string to_safetensors(const StateDict& sd) {
+DL_API std::string to_safetensors(const StateDict& sd) {
   std::string out;
   detail::StringSink sink(out);
   detail::write_safetensors(sd, sink);
   return out;
 }
 
-inline StateDict from_safetensors(std::string_view bytes) {
+DL_API StateDict from_safetensors(std::string_view bytes) {
   const std::string what = "from_safetensors";
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   const uint64_t n = detail::safetensors_header_length(b, bytes.size(), what);
@@ -303,4 +304,5 @@ inline StateDict from_safetensors(std::string_view bytes) {
       what);
 }
 
+#endif  // DL_HEADER_ONLY
 }  // namespace dl::io

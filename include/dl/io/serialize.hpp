@@ -39,9 +39,10 @@ void save(const StateDict& sd, const std::string& path, io::Format format = io::
 /// tensors in the file's key order. Corrupt, truncated or unsupported files throw dl::Error.
 StateDict load(const std::string& path);
 
+#if DL_HEADER_ONLY
 // ------------------------------------------------------------------------------ implementation
 
-inline io::Format io::format_for_path(std::string_view path) {
+DL_API io::Format io::format_for_path(std::string_view path) {
   const size_t dot = path.rfind('.'), slash = path.find_last_of("/\\");
   if (dot == std::string_view::npos || (slash != std::string_view::npos && dot < slash)) return Format::safetensors;
   const std::string_view ext = path.substr(dot);
@@ -49,7 +50,7 @@ inline io::Format io::format_for_path(std::string_view path) {
   return Format::safetensors;
 }
 
-inline void save(const StateDict& sd, const std::string& path, io::Format format) {
+DL_API void save(const StateDict& sd, const std::string& path, io::Format format) {
   if (format == io::Format::from_extension) format = io::format_for_path(path);
   const std::string tmp = path + ".dl-tmp";
   try {
@@ -68,7 +69,7 @@ inline void save(const StateDict& sd, const std::string& path, io::Format format
   }
 }
 
-inline StateDict load(const std::string& path) {
+DL_API StateDict load(const std::string& path) {
   unsigned char head[16] = {};
   size_t got = 0;
   {
@@ -97,4 +98,5 @@ inline StateDict load(const std::string& path) {
                           "PyTorch zip archive; it starts with bytes ", shown));
 }
 
+#endif  // DL_HEADER_ONLY
 }  // namespace dl

@@ -49,7 +49,7 @@ class Sink {
 class StringSink final : public Sink {
  public:
   explicit StringSink(std::string& out) : out_(out) {}
-  void write(const void* data, size_t n) override;
+  DL_API void write(const void* data, size_t n) override;
 
  private:
   std::string& out_;
@@ -59,10 +59,10 @@ class StringSink final : public Sink {
 class FileSink final : public Sink {
  public:
   explicit FileSink(const std::string& path);
-  ~FileSink() override;
+  DL_API ~FileSink() override;
   FileSink(const FileSink&) = delete;
   FileSink& operator=(const FileSink&) = delete;
-  void write(const void* data, size_t n) override;
+  DL_API void write(const void* data, size_t n) override;
   void close();
 
  private:
@@ -132,30 +132,31 @@ class ZipReader {
 };
 #endif
 
+#if DL_HEADER_ONLY
 // ------------------------------------------------------------------------------ implementation
 
-inline void StringSink::write(const void* data, size_t n) {
+DL_API void StringSink::write(const void* data, size_t n) {
   out_.append(static_cast<const char*>(data), n);
   written_ += n;
 }
 
-inline FileSink::FileSink(const std::string& path) : path_(path) {
+DL_API FileSink::FileSink(const std::string& path) : path_(path) {
   f_ = std::fopen(path.c_str(), "wb");
   DL_CHECK(f_, "cannot open '", path, "' for writing: ", std::strerror(errno));
 }
 
-inline FileSink::~FileSink() {
+DL_API FileSink::~FileSink() {
   if (f_) std::fclose(f_);
 }
 
-inline void FileSink::write(const void* data, size_t n) {
+DL_API void FileSink::write(const void* data, size_t n) {
   DL_CHECK(f_, "write to '", path_, "' after close");
   if (n == 0) return;
   DL_CHECK(std::fwrite(data, 1, n, f_) == n, "cannot write to '", path_, "': ", std::strerror(errno));
   written_ += n;
 }
 
-inline void FileSink::close() {
+DL_API void FileSink::close() {
   if (!f_) return;
   const bool failed = std::ferror(f_) != 0;
   const int rc = std::fclose(f_);
@@ -200,7 +201,7 @@ inline constexpr uint16_t kUtf8Flag = 0x0800;  // names are UTF-8
 inline constexpr uint16_t kDosDate = 0x0021;   // 1980-01-01: archives are byte-for-byte reproducible
 }  // namespace zip_detail
 
-inline uint32_t crc32(const void* data, size_t n, uint32_t crc) {
+DL_API uint32_t crc32(const void* data, size_t n, uint32_t crc) {
 #if DL_HAVE_ZLIB
   return uint32_t(::crc32_z(crc, static_cast<const Bytef*>(data), n));
 #else
@@ -208,7 +209,7 @@ inline uint32_t crc32(const void* data, size_t n, uint32_t crc) {
 #endif
 }
 
-inline uint32_t crc32_portable(const void* data, size_t n, uint32_t crc) {
+DL_API uint32_t crc32_portable(const void* data, size_t n, uint32_t crc) {
   const auto& t = zip_detail::kCrc;
   const auto* p = static_cast<const unsigned char*>(data);
   crc = ~crc;
@@ -224,7 +225,7 @@ inline uint32_t crc32_portable(const void* data, size_t n, uint32_t crc) {
   return ~crc;
 }
 
-inline void ZipWriter::add(std::string_view name, const void* data, size_t n) {
+DL_API void ZipWriter::add(std::string_view name, const void* data, size_t n) {
   using namespace zip_detail;
   DL_CHECK(name.size() < 0xFFFF, "zip: entry name of ", name.size(), " bytes is too long");
   const uint64_t offset = out_.tell();
@@ -245,7 +246,7 @@ inline void ZipWriter::add(std::string_view name, const void* data, size_t n) {
   entries_.push_back({std::string(name), crc, uint64_t(n), offset});
 }
 
-inline void ZipWriter::finish() {
+DL_API void ZipWriter::finish() {
   using namespace zip_detail;
   const uint64_t cd_offset = out_.tell();
   Bytes cd;
@@ -278,7 +279,7 @@ inline void ZipWriter::finish() {
 
 #if DL_HAVE_LIBZIP
 namespace zip_detail {
-inline std::string error_text(int code) {
+DL_API std::string error_text(int code) {
   zip_error_t e;
   zip_error_init_with_code(&e, code);
   std::string s = zip_error_strerror(&e);
@@ -287,7 +288,7 @@ inline std::string error_text(int code) {
 }
 }  // namespace zip_detail
 
-inline ZipReader ZipReader::open_file(const std::string& path) {
+DL_API ZipReader ZipReader::open_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   DL_CHECK(f, "cannot open '", path, "': ", std::strerror(errno));
   std::fseek(f, 0, SEEK_END);
@@ -299,7 +300,7 @@ inline ZipReader ZipReader::open_file(const std::string& path) {
   return ZipReader(za, uint64_t(size < 0 ? 0 : size));
 }
 
-inline ZipReader ZipReader::open_memory(std::string_view bytes) {
+DL_API ZipReader ZipReader::open_memory(std::string_view bytes) {
   zip_error_t err;
   zip_error_init(&err);
   zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &err);
@@ -319,16 +320,16 @@ inline ZipReader ZipReader::open_memory(std::string_view bytes) {
   return ZipReader(za, bytes.size());
 }
 
-inline std::string ZipReader::name(int64_t i) const {
+DL_API std::string ZipReader::name(int64_t i) const {
   const char* n = zip_get_name(za_, zip_uint64_t(i), ZIP_FL_ENC_RAW);
   return n ? std::string(n) : std::string();
 }
 
-inline int64_t ZipReader::locate(const std::string& name) const {
+DL_API int64_t ZipReader::locate(const std::string& name) const {
   return zip_name_locate(za_, name.c_str(), ZIP_FL_ENC_RAW);
 }
 
-inline uint64_t ZipReader::size(int64_t i) const {
+DL_API uint64_t ZipReader::size(int64_t i) const {
   zip_stat_t st;
   zip_stat_init(&st);
   DL_CHECK(zip_stat_index(za_, zip_uint64_t(i), 0, &st) == 0, "zip: cannot stat entry ", i, " (",
@@ -348,7 +349,7 @@ inline uint64_t ZipReader::size(int64_t i) const {
   return st.size;
 }
 
-inline void ZipReader::read(int64_t i, void* dst, uint64_t n) const {
+DL_API void ZipReader::read(int64_t i, void* dst, uint64_t n) const {
   const std::string nm = name(i);
   zip_file_t* f = zip_fopen_index(za_, zip_uint64_t(i), 0);
   DL_CHECK(f, "zip: cannot open entry '", nm, "' (", zip_strerror(za_), ")");
@@ -374,7 +375,7 @@ inline void ZipReader::read(int64_t i, void* dst, uint64_t n) const {
   DL_CHECK(problem.empty(), "zip: cannot read entry '", nm, "': ", problem);
 }
 
-inline std::string ZipReader::read_string(int64_t i, uint64_t limit) const {
+DL_API std::string ZipReader::read_string(int64_t i, uint64_t limit) const {
   const uint64_t n = size(i);
   DL_CHECK(n <= limit, "zip: entry '", name(i), "' has ", n, " bytes (at most ", limit, " expected)");
   std::string s(n, '\0');
@@ -383,4 +384,5 @@ inline std::string ZipReader::read_string(int64_t i, uint64_t limit) const {
 }
 #endif
 
+#endif  // DL_HEADER_ONLY
 }  // namespace dl::io::detail

@@ -119,7 +119,7 @@ class Softplus : public Module, public detail::Elementwise {
   double beta, threshold;
   template <expression E>
   auto forward(const E& x) { return functional::softplus(x, beta, threshold); }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(Softplus)
 };
 
@@ -142,7 +142,7 @@ class Threshold : public Module, public detail::Elementwise {
   double threshold, value;
   template <expression E>
   auto forward(const E& x) { return functional::threshold(x, threshold, value); }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(Threshold)
 };
 
@@ -184,17 +184,19 @@ class LogSoftmax : public Module {
 // ------------------------------------------------------------------------------ implementation
 
 
-inline std::string Softplus::extra_repr() const {
+#if DL_HEADER_ONLY
+DL_API std::string Softplus::extra_repr() const {
   return "beta=" + dl::detail::py_number(beta) + ", threshold=" + dl::detail::py_number(threshold);
 }
 
-inline std::string Threshold::extra_repr() const {
+DL_API std::string Threshold::extra_repr() const {
   return "threshold=" + dl::detail::py_number(threshold) + ", value=" + dl::detail::py_number(value);
 }
 
-inline PReLU::PReLU(int64_t num_parameters, double init) : num_parameters(num_parameters) {
+DL_API PReLU::PReLU(int64_t num_parameters, double init) : num_parameters(num_parameters) {
   DL_CHECK(num_parameters > 0, "PReLU: num_parameters must be positive, got ", num_parameters);
   weight = full<float>({num_parameters}, init).requires_grad_();
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn

@@ -76,7 +76,7 @@ class Sequential : public Module {
   auto forward(X&& x);
 
   std::string type_name() const override { return "Sequential"; }
-  void visit_declared_(detail::MemberVisitor& v) override;
+  DL_API void visit_declared_(detail::MemberVisitor& v) override;
   template <class... A>
   auto operator()(A&&... a) -> decltype(detail::call_module(*this, std::forward<A>(a)...)) {
     return detail::call_module(*this, std::forward<A>(a)...);
@@ -118,7 +118,7 @@ class Sequential<> : public Module {
   Tensor<float> forward(const Tensor<float>& x);
 
   std::string type_name() const override { return "Sequential"; }
-  void visit_declared_(detail::MemberVisitor& v) override;
+  DL_API void visit_declared_(detail::MemberVisitor& v) override;
   template <class... A>
   auto operator()(A&&... a) -> decltype(detail::call_module(*this, std::forward<A>(a)...)) {
     return detail::call_module(*this, std::forward<A>(a)...);
@@ -149,7 +149,7 @@ class ModuleList : public Module {
   auto end() { return items_.end(); }
 
   std::string type_name() const override { return "ModuleList"; }
-  void visit_declared_(detail::MemberVisitor& v) override;
+  DL_API void visit_declared_(detail::MemberVisitor& v) override;
 
  private:
   std::vector<AnyModule> items_;
@@ -170,7 +170,7 @@ class ModuleDict : public Module {
   auto end() { return items_.end(); }
 
   std::string type_name() const override { return "ModuleDict"; }
-  void visit_declared_(detail::MemberVisitor& v) override;
+  DL_API void visit_declared_(detail::MemberVisitor& v) override;
 
  private:
   std::vector<std::pair<std::string, AnyModule>> items_;
@@ -189,8 +189,8 @@ class ParameterList : public Module {
   auto end() { return items_.end(); }
 
   std::string type_name() const override { return "ParameterList"; }
-  std::string extra_repr() const override;
-  void visit_declared_(detail::MemberVisitor& v) override;
+  DL_API std::string extra_repr() const override;
+  DL_API void visit_declared_(detail::MemberVisitor& v) override;
 
  private:
   std::vector<Tensor<float>> items_;
@@ -281,15 +281,17 @@ AnyModule::AnyModule(std::shared_ptr<M> m) : module_(std::move(m)) {
   }
 }
 
-inline Module& AnyModule::get() const {
+#if DL_HEADER_ONLY
+DL_API Module& AnyModule::get() const {
   DL_CHECK(module_, "AnyModule: empty (no module)");
   return *module_;
 }
 
-inline Tensor<float> AnyModule::forward(const Tensor<float>& x) const {
+DL_API Tensor<float> AnyModule::forward(const Tensor<float>& x) const {
   DL_CHECK(forward_, get().type_name(), " cannot be called with one float tensor (its forward takes other arguments)");
   return forward_(*module_, x);
 }
+#endif  // DL_HEADER_ONLY
 
 // --- static Sequential
 
@@ -397,9 +399,11 @@ auto Sequential<Layers...>::compose(V&& v) {
 
 // --- dynamic Sequential
 
-inline Sequential<>::Sequential(std::initializer_list<std::pair<std::string, AnyModule>> named) {
+#if DL_HEADER_ONLY
+DL_API Sequential<>::Sequential(std::initializer_list<std::pair<std::string, AnyModule>> named) {
   for (const auto& [n, m] : named) add_module(n, m);
 }
+#endif  // DL_HEADER_ONLY
 
 template <class... Ms>
   requires(sizeof...(Ms) > 0 && (std::is_constructible_v<AnyModule, Ms> && ...))
@@ -407,7 +411,8 @@ Sequential<>::Sequential(Ms&&... ms) {
   (push_back(AnyModule(std::forward<Ms>(ms))), ...);
 }
 
-inline Sequential<>& Sequential<>::add_module(const std::string& name, AnyModule m) {
+#if DL_HEADER_ONLY
+DL_API Sequential<>& Sequential<>::add_module(const std::string& name, AnyModule m) {
   DL_CHECK(m, "Sequential::add_module: module '", name, "' is empty");
   DL_CHECK(!name.empty() && name.find('.') == std::string::npos, "module name can't be empty or contain \".\", got: \"", name, "\"");
   for (auto& [n, existing] : items_)
@@ -419,12 +424,12 @@ inline Sequential<>& Sequential<>::add_module(const std::string& name, AnyModule
   return *this;
 }
 
-inline AnyModule& Sequential<>::operator[](size_t i) {
+DL_API AnyModule& Sequential<>::operator[](size_t i) {
   DL_CHECK(i < items_.size(), "Sequential: index ", i, " is out of range (", items_.size(), " layers)");
   return items_[i].second;
 }
 
-inline Tensor<float> Sequential<>::forward(const Tensor<float>& x) {
+DL_API Tensor<float> Sequential<>::forward(const Tensor<float>& x) {
   Tensor<float> y = x;
   for (size_t i = 0; i < items_.size(); ++i) {
     try {
@@ -436,46 +441,50 @@ inline Tensor<float> Sequential<>::forward(const Tensor<float>& x) {
   return y;
 }
 
-inline void Sequential<>::visit_declared_(detail::MemberVisitor& v) {
+DL_API void Sequential<>::visit_declared_(detail::MemberVisitor& v) {
   for (auto& [n, m] : items_) v.child(n, m.get());
 }
+#endif  // DL_HEADER_ONLY
 
 // --- ModuleList
 
-inline ModuleList& ModuleList::push_back(AnyModule m) {
+#if DL_HEADER_ONLY
+DL_API ModuleList& ModuleList::push_back(AnyModule m) {
   DL_CHECK(m, "ModuleList: cannot append an empty AnyModule");
   items_.push_back(std::move(m));
   return *this;
 }
 
-inline ModuleList& ModuleList::extend(const ModuleList& other) {
+DL_API ModuleList& ModuleList::extend(const ModuleList& other) {
   for (const auto& m : other.items_) items_.push_back(m);
   return *this;
 }
 
-inline ModuleList& ModuleList::insert(size_t index, AnyModule m) {
+DL_API ModuleList& ModuleList::insert(size_t index, AnyModule m) {
   DL_CHECK(index <= items_.size(), "ModuleList::insert: index ", index, " is out of range (size ", items_.size(), ")");
   DL_CHECK(m, "ModuleList: cannot insert an empty AnyModule");
   items_.insert(items_.begin() + std::ptrdiff_t(index), std::move(m));
   return *this;
 }
 
-inline AnyModule& ModuleList::operator[](size_t i) {
+DL_API AnyModule& ModuleList::operator[](size_t i) {
   DL_CHECK(i < items_.size(), "index ", i, " is out of range (ModuleList of size ", items_.size(), ")");
   return items_[i];
 }
 
-inline void ModuleList::visit_declared_(detail::MemberVisitor& v) {
+DL_API void ModuleList::visit_declared_(detail::MemberVisitor& v) {
   for (size_t i = 0; i < items_.size(); ++i) v.child(std::to_string(i), items_[i].get());
 }
+#endif  // DL_HEADER_ONLY
 
 // --- ModuleDict
 
-inline ModuleDict::ModuleDict(std::initializer_list<std::pair<std::string, AnyModule>> items) {
+#if DL_HEADER_ONLY
+DL_API ModuleDict::ModuleDict(std::initializer_list<std::pair<std::string, AnyModule>> items) {
   for (const auto& [k, m] : items) insert(k, m);
 }
 
-inline ModuleDict& ModuleDict::insert(const std::string& key, AnyModule m) {
+DL_API ModuleDict& ModuleDict::insert(const std::string& key, AnyModule m) {
   DL_CHECK(m, "ModuleDict: module '", key, "' is empty");
   DL_CHECK(!key.empty() && key.find('.') == std::string::npos, "module name can't be empty or contain \".\", got: \"", key, "\"");
   for (auto& [k, existing] : items_)
@@ -487,35 +496,37 @@ inline ModuleDict& ModuleDict::insert(const std::string& key, AnyModule m) {
   return *this;
 }
 
-inline AnyModule& ModuleDict::operator[](const std::string& key) {
+DL_API AnyModule& ModuleDict::operator[](const std::string& key) {
   for (auto& [k, m] : items_)
     if (k == key) return m;
   throw Error(dl::detail::cat("ModuleDict has no module named '", key, "'"));
 }
 
-inline bool ModuleDict::contains(const std::string& key) const {
+DL_API bool ModuleDict::contains(const std::string& key) const {
   for (const auto& [k, m] : items_)
     if (k == key) return true;
   return false;
 }
 
-inline std::vector<std::string> ModuleDict::keys() const {
+DL_API std::vector<std::string> ModuleDict::keys() const {
   std::vector<std::string> out;
   for (const auto& [k, m] : items_) out.push_back(k);
   return out;
 }
 
-inline void ModuleDict::visit_declared_(detail::MemberVisitor& v) {
+DL_API void ModuleDict::visit_declared_(detail::MemberVisitor& v) {
   for (auto& [k, m] : items_) v.child(k, m.get());
 }
+#endif  // DL_HEADER_ONLY
 
 // --- ParameterList
 
-inline ParameterList::ParameterList(std::initializer_list<Tensor<float>> ps) {
+#if DL_HEADER_ONLY
+DL_API ParameterList::ParameterList(std::initializer_list<Tensor<float>> ps) {
   for (const auto& p : ps) append(p);
 }
 
-inline ParameterList& ParameterList::append(Tensor<float> t) {
+DL_API ParameterList& ParameterList::append(Tensor<float> t) {
   DL_CHECK(t.defined(), "ParameterList: cannot append an undefined tensor");
   DL_CHECK(t.is_leaf(), "ParameterList: a parameter must be a leaf (use .detach())");
   t.requires_grad_(true);
@@ -523,12 +534,12 @@ inline ParameterList& ParameterList::append(Tensor<float> t) {
   return *this;
 }
 
-inline Tensor<float>& ParameterList::operator[](size_t i) {
+DL_API Tensor<float>& ParameterList::operator[](size_t i) {
   DL_CHECK(i < items_.size(), "index ", i, " is out of range (ParameterList of size ", items_.size(), ")");
   return items_[i];
 }
 
-inline std::string ParameterList::extra_repr() const {
+DL_API std::string ParameterList::extra_repr() const {
   std::string s;
   for (size_t i = 0; i < items_.size(); ++i) {
     const Shape& sh = items_[i].shape();
@@ -539,8 +550,9 @@ inline std::string ParameterList::extra_repr() const {
   return s;
 }
 
-inline void ParameterList::visit_declared_(detail::MemberVisitor& v) {
+DL_API void ParameterList::visit_declared_(detail::MemberVisitor& v) {
   for (size_t i = 0; i < items_.size(); ++i) v.parameter(std::to_string(i), detail::TensorSlot(items_[i]));
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn

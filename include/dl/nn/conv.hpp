@@ -59,7 +59,7 @@ class ConvBase : public Module {
   void reset_parameters();
   int64_t input_size() const { return in_channels; }
   int64_t output_size() const { return out_channels; }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
 
  protected:
   ConvBase(int64_t in, int64_t out, Dims kernel, Dims stride, Dims padding, Dims dilation, Dims output_padding, int64_t groups,

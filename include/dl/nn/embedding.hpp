@@ -46,7 +46,7 @@ class Embedding<dynamic, dynamic> : public Module {
   }
   void reset_parameters();
   int64_t output_size() const { return embedding_dim; }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(Embedding, weight)
 };
 
@@ -64,7 +64,8 @@ Embedding(int64_t, int64_t, const EmbeddingOptions&) -> Embedding<>;
 
 // ------------------------------------------------------------------------------ implementation
 
-inline Embedding<>::Embedding(int64_t num_embeddings, int64_t embedding_dim, const EmbeddingOptions& o)
+#if DL_HEADER_ONLY
+DL_API Embedding<>::Embedding(int64_t num_embeddings, int64_t embedding_dim, const EmbeddingOptions& o)
     : num_embeddings(num_embeddings), embedding_dim(embedding_dim), padding_idx(o.padding_idx), max_norm(o.max_norm),
       norm_type(o.norm_type), scale_grad_by_freq(o.scale_grad_by_freq) {
   DL_CHECK(num_embeddings > 0 && embedding_dim > 0, "Embedding: num_embeddings and embedding_dim must be positive, got ",
@@ -79,7 +80,7 @@ inline Embedding<>::Embedding(int64_t num_embeddings, int64_t embedding_dim, con
   reset_parameters();
 }
 
-inline void Embedding<>::reset_parameters() {
+DL_API void Embedding<>::reset_parameters() {
   init::normal_(weight);
   if (padding_idx) {
     NoGradGuard no_grad;
@@ -87,7 +88,7 @@ inline void Embedding<>::reset_parameters() {
   }
 }
 
-inline Embedding<> Embedding<>::from_pretrained(const Tensor<float>& embeddings, bool freeze, const EmbeddingOptions& o) {
+DL_API Embedding<> Embedding<>::from_pretrained(const Tensor<float>& embeddings, bool freeze, const EmbeddingOptions& o) {
   DL_CHECK(embeddings.dim() == 2, "Embeddings parameter is expected to be 2-dimensional, got shape ", embeddings.shape());
   Embedding e(embeddings.size(0), embeddings.size(1), o);
   {
@@ -98,7 +99,7 @@ inline Embedding<> Embedding<>::from_pretrained(const Tensor<float>& embeddings,
   return e;
 }
 
-inline std::string Embedding<>::extra_repr() const {
+DL_API std::string Embedding<>::extra_repr() const {
   std::string s = std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim);
   if (padding_idx) s += ", padding_idx=" + std::to_string(*padding_idx);
   if (max_norm) s += ", max_norm=" + detail::py_float(*max_norm);
@@ -106,5 +107,6 @@ inline std::string Embedding<>::extra_repr() const {
   if (scale_grad_by_freq) s += ", scale_grad_by_freq=True";
   return s;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn

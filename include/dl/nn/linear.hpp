@@ -36,7 +36,7 @@ class Linear<dynamic, dynamic> : public Module {
   void reset_parameters();
   int64_t input_size() const { return in_features; }
   int64_t output_size() const { return out_features; }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(Linear, weight, bias)
 };
 
@@ -67,7 +67,7 @@ class Bilinear<dynamic, dynamic, dynamic> : public Module {
     return functional::bilinear(detail_materialize(x1), detail_materialize(x2), weight, bias);
   }
   void reset_parameters();
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(Bilinear, weight, bias)
 
  private:
@@ -116,7 +116,7 @@ class Unflatten : public Module {
   Shape unflattened_size;
   template <expression E>
   Tensor<float> forward(const E& x) { return Tensor<float>(x).unflatten(dim, unflattened_size); }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(Unflatten)
 };
 
@@ -124,14 +124,18 @@ class Unflatten : public Module {
 
 namespace detail {
 /// "(2, 5)", "(10,)": a Python tuple.
-inline std::string py_tuple(const Shape& s) {
+DL_API std::string py_tuple(const Shape& s);
+#if DL_HEADER_ONLY
+DL_API std::string py_tuple(const Shape& s) {
   std::string out = "(";
   for (int i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + (s.size() == 1 ? ",)" : ")");
 }
+#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
-inline Linear<>::Linear(int64_t in_features, int64_t out_features, bool bias)
+#if DL_HEADER_ONLY
+DL_API Linear<>::Linear(int64_t in_features, int64_t out_features, bool bias)
     : in_features(in_features), out_features(out_features) {
   DL_CHECK(in_features >= 0 && out_features >= 0, "Linear: in_features and out_features must be non-negative, got ", in_features,
            " and ", out_features);
@@ -140,7 +144,7 @@ inline Linear<>::Linear(int64_t in_features, int64_t out_features, bool bias)
   reset_parameters();
 }
 
-inline void Linear<>::reset_parameters() {
+DL_API void Linear<>::reset_parameters() {
   init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (bias.defined()) {
     const double bound = in_features > 0 ? 1.0 / std::sqrt(double(in_features)) : 0.0;
@@ -148,12 +152,12 @@ inline void Linear<>::reset_parameters() {
   }
 }
 
-inline std::string Linear<>::extra_repr() const {
+DL_API std::string Linear<>::extra_repr() const {
   return "in_features=" + std::to_string(in_features) + ", out_features=" + std::to_string(out_features) +
          ", bias=" + detail::py_bool(bias.defined());
 }
 
-inline Bilinear<>::Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias)
+DL_API Bilinear<>::Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias)
     : in1_features(in1_features), in2_features(in2_features), out_features(out_features) {
   DL_CHECK(in1_features > 0 && in2_features > 0 && out_features > 0, "Bilinear: sizes must be positive, got ", in1_features, ", ",
            in2_features, ", ", out_features);
@@ -162,19 +166,20 @@ inline Bilinear<>::Bilinear(int64_t in1_features, int64_t in2_features, int64_t 
   reset_parameters();
 }
 
-inline void Bilinear<>::reset_parameters() {
+DL_API void Bilinear<>::reset_parameters() {
   const double bound = 1.0 / std::sqrt(double(in1_features));
   init::uniform_(weight, -bound, bound);
   if (bias.defined()) init::uniform_(bias, -bound, bound);
 }
 
-inline std::string Bilinear<>::extra_repr() const {
+DL_API std::string Bilinear<>::extra_repr() const {
   return "in1_features=" + std::to_string(in1_features) + ", in2_features=" + std::to_string(in2_features) +
          ", out_features=" + std::to_string(out_features) + ", bias=" + detail::py_bool(bias.defined());
 }
 
-inline std::string Unflatten::extra_repr() const {
+DL_API std::string Unflatten::extra_repr() const {
   return "dim=" + std::to_string(dim) + ", unflattened_size=" + detail::py_tuple(unflattened_size);
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn

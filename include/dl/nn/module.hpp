@@ -134,7 +134,7 @@ class Module {
 
   // ------------------------------------------------------------------------ structure
   /// The class name printed for this module ("Linear", "Net"); DL_MODULE sets it.
-  virtual std::string type_name() const;
+  DL_API virtual std::string type_name() const;
   /// The extra information printed inside the parentheses (PyTorch's extra_repr).
   virtual std::string extra_repr() const { return {}; }
 
@@ -263,7 +263,9 @@ namespace dl::nn {
 
 namespace detail {
 
-inline std::vector<std::string> split_names(std::string_view list) {
+DL_API std::vector<std::string> split_names(std::string_view list);
+#if DL_HEADER_ONLY
+DL_API std::vector<std::string> split_names(std::string_view list) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= list.size()) {
@@ -277,6 +279,7 @@ inline std::vector<std::string> split_names(std::string_view list) {
   }
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
 template <class T>
 inline constexpr bool is_optional_v = false;
@@ -377,7 +380,8 @@ struct HookHandle::Registry {
   std::vector<std::pair<int64_t, ForwardHook>> post;
 };
 
-inline void HookHandle::remove() {
+#if DL_HEADER_ONLY
+DL_API void HookHandle::remove() {
   if (auto r = registry_.lock()) {
     std::erase_if(r->pre, [&](const auto& h) { return h.first == id_; });
     std::erase_if(r->post, [&](const auto& h) { return h.first == id_; });
@@ -385,7 +389,7 @@ inline void HookHandle::remove() {
   registry_.reset();
 }
 
-inline Module::Module(const Module& other)
+DL_API Module::Module(const Module& other)
     : training_(other.training_),
       hooks_(other.hooks_ ? std::make_shared<HookHandle::Registry>(*other.hooks_) : nullptr),
       parameters_(other.parameters_),
@@ -400,7 +404,7 @@ inline Module& Module::operator=(const Module& other) {
   return *this;
 }
 
-inline std::string Module::type_name() const {
+DL_API std::string Module::type_name() const {
   int status = 0;
   std::string name = typeid(*this).name();
   if (char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status)) {
@@ -412,7 +416,7 @@ inline std::string Module::type_name() const {
   return name;
 }
 
-inline void Module::visit_members(detail::MemberVisitor& v) {
+DL_API void Module::visit_members(detail::MemberVisitor& v) {
   visit_declared_(v);
   visit_declared_buffers_(v);
   for (auto& [n, t] : parameters_)
@@ -422,6 +426,7 @@ inline void Module::visit_members(detail::MemberVisitor& v) {
   for (auto& [n, m] : children_)
     if (m) v.child(n, *m);
 }
+#endif  // DL_HEADER_ONLY
 
 /// Calls f(prefix, module) for this module and (when recurse) every submodule, depth first;
 /// a module reached twice (shared) is visited once.
@@ -466,7 +471,8 @@ std::vector<Tensor<T>> Module::parameters(bool recurse) {
   return out;
 }
 
-inline std::vector<std::pair<std::string, AnyTensor>> Module::named_buffers(bool recurse) {
+#if DL_HEADER_ONLY
+DL_API std::vector<std::pair<std::string, AnyTensor>> Module::named_buffers(bool recurse) {
   std::vector<std::pair<std::string, AnyTensor>> out;
   std::unordered_set<const TensorImpl*> seen;
   walk("", recurse, [&](const std::string& prefix, Module& m) {
@@ -481,13 +487,13 @@ inline std::vector<std::pair<std::string, AnyTensor>> Module::named_buffers(bool
   return out;
 }
 
-inline std::vector<AnyTensor> Module::buffers(bool recurse) {
+DL_API std::vector<AnyTensor> Module::buffers(bool recurse) {
   std::vector<AnyTensor> out;
   for (auto& [n, b] : named_buffers(recurse)) out.push_back(std::move(b));
   return out;
 }
 
-inline std::vector<std::pair<std::string, Module*>> Module::named_children() {
+DL_API std::vector<std::pair<std::string, Module*>> Module::named_children() {
   std::vector<std::pair<std::string, Module*>> out;
   std::unordered_set<const Module*> seen;
   detail::FnVisitor v(detail::ignore, detail::ignore, [&](const std::string& n, Module& c) {
@@ -497,39 +503,41 @@ inline std::vector<std::pair<std::string, Module*>> Module::named_children() {
   return out;
 }
 
-inline std::vector<Module*> Module::children() {
+DL_API std::vector<Module*> Module::children() {
   std::vector<Module*> out;
   for (auto& [n, c] : named_children()) out.push_back(c);
   return out;
 }
 
-inline std::vector<std::pair<std::string, Module*>> Module::named_modules(const std::string& prefix) {
+DL_API std::vector<std::pair<std::string, Module*>> Module::named_modules(const std::string& prefix) {
   std::vector<std::pair<std::string, Module*>> out;
   walk(prefix, true, [&](const std::string& p, Module& m) { out.emplace_back(p, &m); });
   return out;
 }
 
-inline std::vector<Module*> Module::modules() {
+DL_API std::vector<Module*> Module::modules() {
   std::vector<Module*> out;
   for (auto& [n, m] : named_modules()) out.push_back(m);
   return out;
 }
 
-inline Module& Module::apply(const std::function<void(Module&)>& fn) {
+DL_API Module& Module::apply(const std::function<void(Module&)>& fn) {
   for (Module* c : children()) c->apply(fn);
   fn(*this);
   return *this;
 }
 
-inline Module& Module::train(bool on) {
+DL_API Module& Module::train(bool on) {
   for (Module* m : modules()) m->training_ = on;
   return *this;
 }
+#endif  // DL_HEADER_ONLY
 
 // zero_grad, requires_grad_ and to work on the tensors' autograd slots directly, not through
 // Tensor<T>: typed calls would compile float64 (and other) kernels into every program that
 // includes this header.
-inline void Module::zero_grad(bool set_to_none) {
+#if DL_HEADER_ONLY
+DL_API void Module::zero_grad(bool set_to_none) {
   walk("", true, [&](const std::string&, Module& m) {
     detail::FnVisitor v(
         [&](const std::string&, const detail::TensorSlot& s) {
@@ -543,7 +551,7 @@ inline void Module::zero_grad(bool set_to_none) {
   });
 }
 
-inline Module& Module::requires_grad_(bool requires_grad) {
+DL_API Module& Module::requires_grad_(bool requires_grad) {
   walk("", true, [&](const std::string&, Module& m) {
     detail::FnVisitor v(
         [&](const std::string& n, const detail::TensorSlot& s) {
@@ -560,7 +568,7 @@ inline Module& Module::requires_grad_(bool requires_grad) {
   return *this;
 }
 
-inline Module& Module::to(Device device) {
+DL_API Module& Module::to(Device device) {
   auto move = [&](const detail::TensorSlot& s, bool parameter) {
     const AnyTensor t = s.get();
     if (t.device() == device) return;
@@ -580,7 +588,7 @@ inline Module& Module::to(Device device) {
   return *this;
 }
 
-inline StateDict Module::state_dict() {
+DL_API StateDict Module::state_dict() {
   StateDict sd;
   // Not walk(): a module reached twice under two names is saved under both, as PyTorch does.
   std::function<void(const std::string&, Module&)> go = [&](const std::string& prefix, Module& m) {
@@ -593,11 +601,14 @@ inline StateDict Module::state_dict() {
   go("", *this);
   return sd;
 }
+#endif  // DL_HEADER_ONLY
 
 namespace detail {
 /// dst <- src (same shape), converting between float and double; other dtype pairs must match.
 /// Plain loops rather than typed tensor kernels: this is compiled into every program with modules.
-inline void copy_into(const AnyTensor& dst, const AnyTensor& src, const std::string& key) {
+DL_API void copy_into(const AnyTensor& dst, const AnyTensor& src, const std::string& key);
+#if DL_HEADER_ONLY
+DL_API void copy_into(const AnyTensor& dst, const AnyTensor& src, const std::string& key) {
   DL_CHECK(dst.device().is_cpu() && src.device().is_cpu(), "load_state_dict: ", key, " is on ", src.device(),
            "; load into a module on the CPU, then move it with to(device)");
   if (dst.dtype() == src.dtype()) {
@@ -622,9 +633,11 @@ inline void copy_into(const AnyTensor& dst, const AnyTensor& src, const std::str
   }
   dst.impl()->storage->bump_version();
 }
+#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
-inline LoadResult Module::load_state_dict(const StateDict& sd, bool strict) {
+#if DL_HEADER_ONLY
+DL_API LoadResult Module::load_state_dict(const StateDict& sd, bool strict) {
   LoadResult result;
   std::vector<std::string> errors;
   std::unordered_set<std::string> used;
@@ -663,21 +676,22 @@ inline LoadResult Module::load_state_dict(const StateDict& sd, bool strict) {
   return result;
 }
 
-inline HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
+DL_API HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
   if (!hooks_) hooks_ = std::make_shared<HookHandle::Registry>();
   const int64_t id = hooks_->next_id++;
   hooks_->pre.emplace_back(id, std::move(hook));
   return HookHandle(hooks_, id);
 }
 
-inline HookHandle Module::register_forward_hook(ForwardHook hook) {
+DL_API HookHandle Module::register_forward_hook(ForwardHook hook) {
   if (!hooks_) hooks_ = std::make_shared<HookHandle::Registry>();
   const int64_t id = hooks_->next_id++;
   hooks_->post.emplace_back(id, std::move(hook));
   return HookHandle(hooks_, id);
 }
 
-inline bool Module::has_forward_hooks() const { return hooks_ && (!hooks_->pre.empty() || !hooks_->post.empty()); }
+DL_API bool Module::has_forward_hooks() const { return hooks_ && (!hooks_->pre.empty() || !hooks_->post.empty()); }
+#endif  // DL_HEADER_ONLY
 
 template <class Self, class... Args>
 auto Module::call_with_hooks_(Self& self, Args&&... args) {
@@ -709,7 +723,8 @@ auto Module::call_with_hooks_(Self& self, Args&&... args) {
   }
 }
 
-inline void Module::check_new_name(const std::string& name, const char* what) {
+#if DL_HEADER_ONLY
+DL_API void Module::check_new_name(const std::string& name, const char* what) {
   DL_CHECK(!name.empty(), what, " name can't be empty string \"\"");
   DL_CHECK(name.find('.') == std::string::npos, what, " name can't contain \".\", got: ", name);
   bool taken = false;
@@ -719,6 +734,7 @@ inline void Module::check_new_name(const std::string& name, const char* what) {
   visit_members(v);
   DL_CHECK(!taken, "attribute '", name, "' already exists in ", type_name());
 }
+#endif  // DL_HEADER_ONLY
 
 template <scalar_type T>
 Tensor<T> Module::register_parameter(const std::string& name, Tensor<T> t, bool requires_grad) {
@@ -746,16 +762,20 @@ std::remove_cvref_t<M>& Module::register_module(const std::string& name, M&& mod
   return *p;
 }
 
-inline Module& Module::register_module(const std::string& name, std::shared_ptr<Module> module) {
+#if DL_HEADER_ONLY
+DL_API Module& Module::register_module(const std::string& name, std::shared_ptr<Module> module) {
   check_new_name(name, "module");
   DL_CHECK(module, "register_module: module '", name, "' is null");
   children_.emplace_back(name, std::move(module));
   return *children_.back().second;
 }
+#endif  // DL_HEADER_ONLY
 
 namespace detail {
 /// Indents every line but the first by n spaces (PyTorch's _addindent).
-inline std::string add_indent(const std::string& s, int n) {
+DL_API std::string add_indent(const std::string& s, int n);
+#if DL_HEADER_ONLY
+DL_API std::string add_indent(const std::string& s, int n) {
   std::string out;
   for (char c : s) {
     out += c;
@@ -763,8 +783,11 @@ inline std::string add_indent(const std::string& s, int n) {
   }
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
-inline std::string repr(Module& m) {
+DL_API std::string repr(Module& m);
+#if DL_HEADER_ONLY
+DL_API std::string repr(Module& m) {
   std::vector<std::string> extra_lines, child_lines;
   const std::string extra = m.extra_repr();
   if (!extra.empty()) {
@@ -783,9 +806,14 @@ inline std::string repr(Module& m) {
   }
   return s + ")";
 }
+#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
-inline std::ostream& operator<<(std::ostream& os, Module& m) { return os << detail::repr(m); }
-inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os << detail::repr(const_cast<Module&>(m)); }
+DL_API std::ostream& operator<<(std::ostream& os, Module& m);
+DL_API std::ostream& operator<<(std::ostream& os, const Module& m);
+#if DL_HEADER_ONLY
+DL_API std::ostream& operator<<(std::ostream& os, Module& m) { return os << detail::repr(m); }
+DL_API std::ostream& operator<<(std::ostream& os, const Module& m) { return os << detail::repr(const_cast<Module&>(m)); }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn

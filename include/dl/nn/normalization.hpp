@@ -42,7 +42,7 @@ class BatchNormBase : public Module {
   void reset_parameters();
   int64_t input_size() const { return num_features; }
   int64_t output_size() const { return num_features; }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
 
  protected:
   BatchNormBase(int64_t num_features, const BatchNormOptions& o);
@@ -107,7 +107,7 @@ class LayerNorm : public Module {
   template <expression E>
   Tensor<float> forward(const E& x) { return functional::layer_norm(x, normalized_shape, weight, bias, eps); }
   void reset_parameters();
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(LayerNorm, weight, bias)
 };
 
@@ -136,7 +136,7 @@ class GroupNorm<dynamic, dynamic> : public Module {
   void reset_parameters();
   int64_t input_size() const { return num_channels; }
   int64_t output_size() const { return num_channels; }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(GroupNorm, weight, bias)
 };
 
@@ -157,7 +157,8 @@ GroupNorm(int64_t, int64_t, const GroupNormOptions&) -> GroupNorm<>;
 
 namespace detail {
 
-inline BatchNormBase::BatchNormBase(int64_t num_features, const BatchNormOptions& o)
+#if DL_HEADER_ONLY
+DL_API BatchNormBase::BatchNormBase(int64_t num_features, const BatchNormOptions& o)
     : num_features(num_features), eps(o.eps), momentum(o.momentum), affine(o.affine), track_running_stats(o.track_running_stats) {
   DL_CHECK(num_features > 0, "BatchNorm: num_features must be positive, got ", num_features);
   DL_CHECK(eps > 0, "BatchNorm: eps must be positive, got ", eps);
@@ -173,7 +174,7 @@ inline BatchNormBase::BatchNormBase(int64_t num_features, const BatchNormOptions
   reset_parameters();
 }
 
-inline void BatchNormBase::reset_running_stats() {
+DL_API void BatchNormBase::reset_running_stats() {
   if (!track_running_stats) return;
   NoGradGuard no_grad;
   running_mean.zero_();
@@ -181,13 +182,14 @@ inline void BatchNormBase::reset_running_stats() {
   num_batches_tracked.zero_();
 }
 
-inline void BatchNormBase::reset_parameters() {
+DL_API void BatchNormBase::reset_parameters() {
   reset_running_stats();
   if (affine) {
     init::ones_(weight);
     init::zeros_(bias);
   }
 }
+#endif  // DL_HEADER_ONLY
 
 template <class X>
 Tensor<float> BatchNormBase::run(const X& x) {
@@ -208,14 +210,17 @@ Tensor<float> BatchNormBase::run(const X& x) {
                                 use_batch_stats, factor, eps);
 }
 
-inline std::string BatchNormBase::extra_repr() const {
+#if DL_HEADER_ONLY
+DL_API std::string BatchNormBase::extra_repr() const {
   return std::to_string(num_features) + ", eps=" + py_float(eps) + ", momentum=" + (momentum ? py_float(*momentum) : "None") +
          ", affine=" + py_bool(affine) + ", track_running_stats=" + py_bool(track_running_stats);
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 
-inline LayerNorm::LayerNorm(Shape normalized_shape, const LayerNormOptions& o)
+#if DL_HEADER_ONLY
+DL_API LayerNorm::LayerNorm(Shape normalized_shape, const LayerNormOptions& o)
     : normalized_shape(normalized_shape), eps(o.eps), elementwise_affine(o.elementwise_affine) {
   DL_CHECK(normalized_shape.size() > 0, "LayerNorm: normalized_shape must have at least one dimension");
   if (elementwise_affine) {
@@ -225,20 +230,20 @@ inline LayerNorm::LayerNorm(Shape normalized_shape, const LayerNormOptions& o)
   reset_parameters();
 }
 
-inline void LayerNorm::reset_parameters() {
+DL_API void LayerNorm::reset_parameters() {
   if (!elementwise_affine) return;
   init::ones_(weight);
   init::zeros_(bias);
 }
 
-inline std::string LayerNorm::extra_repr() const {
+DL_API std::string LayerNorm::extra_repr() const {
   std::string s = "(";
   for (int i = 0; i < normalized_shape.size(); ++i) s += (i ? ", " : "") + std::to_string(normalized_shape[i]);
   s += normalized_shape.size() == 1 ? ",)" : ")";
   return s + ", eps=" + detail::py_float(eps) + ", elementwise_affine=" + detail::py_bool(elementwise_affine);
 }
 
-inline GroupNorm<>::GroupNorm(int64_t num_groups, int64_t num_channels, const GroupNormOptions& o)
+DL_API GroupNorm<>::GroupNorm(int64_t num_groups, int64_t num_channels, const GroupNormOptions& o)
     : num_groups(num_groups), num_channels(num_channels), eps(o.eps), affine(o.affine) {
   DL_CHECK(num_groups > 0 && num_channels > 0 && num_channels % num_groups == 0,
            "num_channels must be divisible by num_groups (num_channels ", num_channels, ", num_groups ", num_groups, ")");
@@ -249,15 +254,16 @@ inline GroupNorm<>::GroupNorm(int64_t num_groups, int64_t num_channels, const Gr
   reset_parameters();
 }
 
-inline void GroupNorm<>::reset_parameters() {
+DL_API void GroupNorm<>::reset_parameters() {
   if (!affine) return;
   init::ones_(weight);
   init::zeros_(bias);
 }
 
-inline std::string GroupNorm<>::extra_repr() const {
+DL_API std::string GroupNorm<>::extra_repr() const {
   return std::to_string(num_groups) + ", " + std::to_string(num_channels) + ", eps=" + detail::py_float(eps) +
          ", affine=" + detail::py_bool(affine);
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn

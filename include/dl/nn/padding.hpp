@@ -22,7 +22,7 @@ class PadBase : public Module {
   double value = 0;
   template <expression E>
   Tensor<float> forward(const E& x) { return functional::pad(Tensor<float>(x), padding, mode, value); }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
 
  protected:
   PadBase(std::vector<int64_t> padding, size_t dims, std::string mode, double value, bool show_value);
@@ -53,18 +53,20 @@ DL_PAD_LAYER(ReplicationPad2d, 2, "replicate", false, , 0.0)
 
 namespace detail {
 
-inline PadBase::PadBase(std::vector<int64_t> padding_, size_t dims, std::string mode_, double value_, bool show_value)
+#if DL_HEADER_ONLY
+DL_API PadBase::PadBase(std::vector<int64_t> padding_, size_t dims, std::string mode_, double value_, bool show_value)
     : padding(std::move(padding_)), mode(std::move(mode_)), value(value_), show_value_(show_value) {
   DL_CHECK(padding.size() == dims, "padding: expected ", dims, " padding sizes (left, right", dims == 4 ? ", top, bottom" : "",
            "), got ", padding.size());
 }
 
-inline std::string PadBase::extra_repr() const {
+DL_API std::string PadBase::extra_repr() const {
   std::string t = "(";
   for (size_t i = 0; i < padding.size(); ++i) t += (i ? ", " : "") + std::to_string(padding[i]);
   t += ")";
   return show_value_ ? "padding=" + t + ", value=" + py_float(value) : t;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 

@@ -66,7 +66,7 @@ class MaxPool2d : public Module, public detail::ChannelKeeping {
   MaxResult<float> forward_with_indices(const E& x) {
     return functional::max_pool2d_with_indices(x, kernel_size.v, stride, padding, dilation, ceil_mode);
   }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(MaxPool2d)
 };
 
@@ -82,7 +82,7 @@ class MaxPool1d : public Module, public detail::ChannelKeeping {
   MaxResult<float> forward_with_indices(const E& x) {
     return functional::max_pool1d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode);
   }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(MaxPool1d)
 };
 
@@ -98,7 +98,7 @@ class AvgPool2d : public Module, public detail::ChannelKeeping {
   Tensor<float> forward(const E& x) {
     return functional::avg_pool2d(x, kernel_size.v, stride, padding, ceil_mode, count_include_pad, divisor_override);
   }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(AvgPool2d)
 };
 
@@ -112,7 +112,7 @@ class AvgPool1d : public Module, public detail::ChannelKeeping {
   Tensor<float> forward(const E& x) {
     return functional::avg_pool1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad);
   }
-  std::string extra_repr() const override;
+  DL_API std::string extra_repr() const override;
   DL_MODULE(AvgPool1d)
 };
 
@@ -163,47 +163,49 @@ class AdaptiveMaxPool1d : public Module, public detail::ChannelKeeping {
 
 // ------------------------------------------------------------------------------ implementation
 
-inline MaxPool2d::MaxPool2d(detail::PoolSize k, const MaxPoolOptions<Size2>& o)
+#if DL_HEADER_ONLY
+DL_API MaxPool2d::MaxPool2d(detail::PoolSize k, const MaxPoolOptions<Size2>& o)
     : kernel_size(k), stride(o.stride.value_or(k.v)), padding(o.padding), dilation(o.dilation), return_indices(o.return_indices),
       ceil_mode(o.ceil_mode) {
   DL_CHECK(k.v.h > 0 && k.v.w > 0, "MaxPool2d: kernel_size must be positive, got ", k.str());
 }
 
-inline std::string MaxPool2d::extra_repr() const {
+DL_API std::string MaxPool2d::extra_repr() const {
   return "kernel_size=" + kernel_size.str() + ", stride=" + detail::size2_str(stride) + ", padding=" + detail::size2_str(padding) +
          ", dilation=" + detail::size2_str(dilation) + ", ceil_mode=" + detail::py_bool(ceil_mode);
 }
 
-inline MaxPool1d::MaxPool1d(int64_t k, const MaxPoolOptions<int64_t>& o)
+DL_API MaxPool1d::MaxPool1d(int64_t k, const MaxPoolOptions<int64_t>& o)
     : kernel_size(k), stride(o.stride.value_or(k)), padding(o.padding), dilation(o.dilation), return_indices(o.return_indices),
       ceil_mode(o.ceil_mode) {
   DL_CHECK(k > 0, "MaxPool1d: kernel_size must be positive, got ", k);
 }
 
-inline std::string MaxPool1d::extra_repr() const {
+DL_API std::string MaxPool1d::extra_repr() const {
   return "kernel_size=" + std::to_string(kernel_size) + ", stride=" + std::to_string(stride) + ", padding=" + std::to_string(padding) +
          ", dilation=" + std::to_string(dilation) + ", ceil_mode=" + detail::py_bool(ceil_mode);
 }
 
-inline AvgPool2d::AvgPool2d(detail::PoolSize k, const AvgPoolOptions<Size2>& o)
+DL_API AvgPool2d::AvgPool2d(detail::PoolSize k, const AvgPoolOptions<Size2>& o)
     : kernel_size(k), stride(o.stride.value_or(k.v)), padding(o.padding), ceil_mode(o.ceil_mode),
       count_include_pad(o.count_include_pad), divisor_override(o.divisor_override) {
   DL_CHECK(k.v.h > 0 && k.v.w > 0, "AvgPool2d: kernel_size must be positive, got ", k.str());
 }
 
-inline std::string AvgPool2d::extra_repr() const {
+DL_API std::string AvgPool2d::extra_repr() const {
   return "kernel_size=" + kernel_size.str() + ", stride=" + detail::size2_str(stride) + ", padding=" + detail::size2_str(padding);
 }
 
-inline AvgPool1d::AvgPool1d(int64_t k, const AvgPoolOptions<int64_t>& o)
+DL_API AvgPool1d::AvgPool1d(int64_t k, const AvgPoolOptions<int64_t>& o)
     : kernel_size(k), stride(o.stride.value_or(k)), padding(o.padding), ceil_mode(o.ceil_mode), count_include_pad(o.count_include_pad) {
   DL_CHECK(k > 0, "AvgPool1d: kernel_size must be positive, got ", k);
   DL_CHECK(o.divisor_override == 0, "AvgPool1d has no divisor_override (PyTorch's AvgPool1d does not either)");
 }
 
-inline std::string AvgPool1d::extra_repr() const {
+DL_API std::string AvgPool1d::extra_repr() const {
   return "kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" + std::to_string(stride) + ",), padding=(" +
          std::to_string(padding) + ",)";
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn

@@ -104,7 +104,7 @@ class LRScheduler {
   LRScheduler& operator=(const LRScheduler&) = delete;
 
   /// Moves to the next epoch and sets the groups' learning rates (call after optimizer.step()).
-  virtual void step();
+  DL_API virtual void step();
   /// The learning rates the last step set, one per group.
   std::vector<double> get_last_lr() const { return last_lr_; }
   /// The index of the last epoch (0 after construction with last_epoch = -1).
@@ -139,7 +139,7 @@ class LRScheduler {
   /// The schedulers a composite scheduler drives (ChainedScheduler, SequentialLR).
   virtual std::vector<LRScheduler*> sub_schedulers() const { return {}; }
   /// Names the numbers state_dict() saves; a derived scheduler calls its base's first.
-  virtual void visit_state(detail::SchedulerFields& f);
+  DL_API virtual void visit_state(detail::SchedulerFields& f);
   /// Called after load_state_dict() has set the fields (checks and derived values).
   virtual void after_load() {}
 
@@ -168,7 +168,7 @@ class LambdaLR : public LRScheduler {
   using Options = LambdaLROptions;
   LambdaLR(Optimizer& optimizer, const LambdaLROptions& options);
   std::string name() const override { return "LambdaLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  private:
   std::vector<LRLambda> lambdas_;
@@ -184,7 +184,7 @@ class MultiplicativeLR : public LRScheduler {
   using Options = MultiplicativeLROptions;
   MultiplicativeLR(Optimizer& optimizer, const MultiplicativeLROptions& options);
   std::string name() const override { return "MultiplicativeLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  private:
   std::vector<LRLambda> lambdas_;
@@ -201,11 +201,11 @@ class StepLR : public LRScheduler {
   using Options = StepLROptions;
   StepLR(Optimizer& optimizer, const StepLROptions& options);
   std::string name() const override { return "StepLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
-  std::optional<std::vector<double>> closed_form_lr() const override;
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API std::optional<std::vector<double>> closed_form_lr() const override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   int64_t step_size_;
@@ -223,11 +223,11 @@ class MultiStepLR : public LRScheduler {
   using Options = MultiStepLROptions;
   MultiStepLR(Optimizer& optimizer, const MultiStepLROptions& options);
   std::string name() const override { return "MultiStepLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
-  std::optional<std::vector<double>> closed_form_lr() const override;
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API std::optional<std::vector<double>> closed_form_lr() const override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   std::vector<int64_t> milestones_;  ///< sorted, with repetitions (PyTorch's Counter)
@@ -245,11 +245,11 @@ class ConstantLR : public LRScheduler {
   using Options = ConstantLROptions;
   explicit ConstantLR(Optimizer& optimizer, const ConstantLROptions& options = {});
   std::string name() const override { return "ConstantLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
-  std::optional<std::vector<double>> closed_form_lr() const override;
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API std::optional<std::vector<double>> closed_form_lr() const override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   double factor_;
@@ -268,11 +268,11 @@ class LinearLR : public LRScheduler {
   using Options = LinearLROptions;
   explicit LinearLR(Optimizer& optimizer, const LinearLROptions& options = {});
   std::string name() const override { return "LinearLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
-  std::optional<std::vector<double>> closed_form_lr() const override;
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API std::optional<std::vector<double>> closed_form_lr() const override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   double start_factor_, end_factor_;
@@ -289,11 +289,11 @@ class ExponentialLR : public LRScheduler {
   using Options = ExponentialLROptions;
   ExponentialLR(Optimizer& optimizer, const ExponentialLROptions& options);
   std::string name() const override { return "ExponentialLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
-  std::optional<std::vector<double>> closed_form_lr() const override;
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API std::optional<std::vector<double>> closed_form_lr() const override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   double gamma_;
@@ -310,11 +310,11 @@ class PolynomialLR : public LRScheduler {
   using Options = PolynomialLROptions;
   explicit PolynomialLR(Optimizer& optimizer, const PolynomialLROptions& options = {});
   std::string name() const override { return "PolynomialLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
-  std::optional<std::vector<double>> closed_form_lr() const override;
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API std::optional<std::vector<double>> closed_form_lr() const override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   int64_t total_iters_;
@@ -333,11 +333,11 @@ class CosineAnnealingLR : public LRScheduler {
   using Options = CosineAnnealingLROptions;
   CosineAnnealingLR(Optimizer& optimizer, const CosineAnnealingLROptions& options);
   std::string name() const override { return "CosineAnnealingLR"; }
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
-  std::optional<std::vector<double>> closed_form_lr() const override;
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API std::optional<std::vector<double>> closed_form_lr() const override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   int64_t T_max_;
@@ -357,15 +357,15 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   using Options = CosineAnnealingWarmRestartsOptions;
   CosineAnnealingWarmRestarts(Optimizer& optimizer, const CosineAnnealingWarmRestartsOptions& options);
   std::string name() const override { return "CosineAnnealingWarmRestarts"; }
-  std::vector<double> get_lr() override;
-  void step() override;
+  DL_API std::vector<double> get_lr() override;
+  DL_API void step() override;
   /// Jumps to a (fractional) epoch, e.g. step(epoch + i / iters) after each batch.
   void step(double epoch);
   double T_cur() const { return T_cur_; }
   int64_t T_i() const { return T_i_; }
 
  protected:
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   void set_lrs();
@@ -396,10 +396,10 @@ class CyclicLR : public LRScheduler {
   CyclicLR(Optimizer& optimizer, const CyclicLROptions& options);
   std::string name() const override { return "CyclicLR"; }
   /// Also sets the groups' momentum when cycle_momentum.
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
   void after_load() override { init_scale_fn(); }
 
  private:
@@ -435,12 +435,12 @@ class OneCycleLR : public LRScheduler {
   OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& options);
   std::string name() const override { return "OneCycleLR"; }
   /// Also sets the groups' momentum when cycle_momentum.
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
   int64_t total_steps() const { return total_steps_; }
 
  protected:
-  void visit_state(detail::SchedulerFields& f) override;
-  void after_load() override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
+  DL_API void after_load() override;
 
  private:
   enum Value : int64_t { kInitialLr, kMaxLr, kMinLr, kMaxMomentum, kBaseMomentum };
@@ -478,7 +478,7 @@ class ReduceLROnPlateau : public LRScheduler {
   explicit ReduceLROnPlateau(Optimizer& optimizer, const ReduceLROnPlateauOptions& options = {});
   std::string name() const override { return "ReduceLROnPlateau"; }
   /// Takes the metric: throws, naming step(metric).
-  void step() override;
+  DL_API void step() override;
   void step(double metric);
   /// A one-element tensor metric (e.g. the validation loss).
   template <scalar_type T>
@@ -487,14 +487,14 @@ class ReduceLROnPlateau : public LRScheduler {
     step(double(metric.item()));
   }
   /// Throws: the rates depend on the metric (PyTorch raises NotImplementedError).
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
   double best() const { return best_; }
   int64_t num_bad_epochs() const { return num_bad_epochs_; }
   int64_t cooldown_counter() const { return cooldown_counter_; }
   bool in_cooldown() const { return cooldown_counter_ > 0; }
 
  protected:
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
   void after_load() override { init_is_better(mode_, threshold_, threshold_mode_); }
 
  private:
@@ -515,13 +515,13 @@ class SequentialLR : public LRScheduler {
   SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones,
                int64_t last_epoch = -1);
   std::string name() const override { return "SequentialLR"; }
-  void step() override;
+  DL_API void step() override;
   /// Throws: SequentialLR delegates to its schedulers (PyTorch raises NotImplementedError).
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
   std::vector<LRScheduler*> sub_schedulers() const override { return schedulers_; }
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   std::vector<LRScheduler*> schedulers_;
@@ -534,15 +534,15 @@ class ChainedScheduler : public LRScheduler {
  public:
   explicit ChainedScheduler(std::vector<LRScheduler*> schedulers, Optimizer* optimizer = nullptr);
   std::string name() const override { return "ChainedScheduler"; }
-  void step() override;
+  DL_API void step() override;
   /// The last scheduler's (PyTorch's ChainedScheduler has no last_epoch of its own).
   int64_t last_epoch() const override { return schedulers_.back()->last_epoch(); }
   /// Throws: ChainedScheduler delegates to its schedulers (PyTorch raises NotImplementedError).
-  std::vector<double> get_lr() override;
+  DL_API std::vector<double> get_lr() override;
 
  protected:
   std::vector<LRScheduler*> sub_schedulers() const override { return schedulers_; }
-  void visit_state(detail::SchedulerFields& f) override;
+  DL_API void visit_state(detail::SchedulerFields& f) override;
 
  private:
   std::vector<LRScheduler*> schedulers_;
@@ -552,34 +552,43 @@ class ChainedScheduler : public LRScheduler {
 
 namespace detail {
 
-inline std::string sched_float(double v) { return dl::detail::py_float(v); }
+DL_API std::string sched_float(double v);
+#if DL_HEADER_ONLY
+DL_API std::string sched_float(double v) { return dl::detail::py_float(v); }
+#endif  // DL_HEADER_ONLY
 
 /// Python's a % b on integers (the sign of b); b == 0 raises, as Python's ZeroDivisionError.
-inline int64_t py_mod(int64_t a, int64_t b, const char* who) {
+DL_API int64_t py_mod(int64_t a, int64_t b, const char* who);
+/// Python's a // b on integers (rounds toward -inf).
+DL_API int64_t py_floordiv(int64_t a, int64_t b, const char* who);
+/// Python's a % b on floats (the sign of b).
+DL_API double py_fmod(double a, double b, const char* who);
+/// a / b as Python computes it: a zero divisor raises instead of giving inf or NaN.
+DL_API double py_div(double a, double b, const char* who);
+/// Python's bisect.bisect_right (the same probes on an unsorted list, too).
+DL_API size_t bisect_right(const std::vector<int64_t>& a, int64_t x);
+#if DL_HEADER_ONLY
+DL_API int64_t py_mod(int64_t a, int64_t b, const char* who) {
   DL_CHECK(b != 0, who, ": integer division or modulo by zero");
   const int64_t r = a % b;
   return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
 }
-/// Python's a // b on integers (rounds toward -inf).
-inline int64_t py_floordiv(int64_t a, int64_t b, const char* who) {
+DL_API int64_t py_floordiv(int64_t a, int64_t b, const char* who) {
   DL_CHECK(b != 0, who, ": integer division or modulo by zero");
   const int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-/// Python's a % b on floats (the sign of b).
-inline double py_fmod(double a, double b, const char* who) {
+DL_API double py_fmod(double a, double b, const char* who) {
   DL_CHECK(b != 0, who, ": float modulo by zero");
   double r = std::fmod(a, b);
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
-/// a / b as Python computes it: a zero divisor raises instead of giving inf or NaN.
-inline double py_div(double a, double b, const char* who) {
+DL_API double py_div(double a, double b, const char* who) {
   DL_CHECK(b != 0, who, ": float division by zero");
   return a / b;
 }
-/// Python's bisect.bisect_right (the same probes on an unsorted list, too).
-inline size_t bisect_right(const std::vector<int64_t>& a, int64_t x) {
+DL_API size_t bisect_right(const std::vector<int64_t>& a, int64_t x) {
   size_t lo = 0, hi = a.size();
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
@@ -588,9 +597,12 @@ inline size_t bisect_right(const std::vector<int64_t>& a, int64_t x) {
   }
   return lo;
 }
+#endif  // DL_HEADER_ONLY
 
 /// The numbers of a tensor in a scheduler state dict (float64, float32 or int64).
-inline std::vector<double> sched_values(const AnyTensor& t, const std::string& key) {
+DL_API std::vector<double> sched_values(const AnyTensor& t, const std::string& key);
+#if DL_HEADER_ONLY
+DL_API std::vector<double> sched_values(const AnyTensor& t, const std::string& key) {
   std::vector<double> out;
   if (t.is<double>()) {
     const Tensor<double> c = t.contiguous().as<double>();
@@ -607,6 +619,7 @@ inline std::vector<double> sched_values(const AnyTensor& t, const std::string& k
   }
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
 class SchedulerSaver final : public SchedulerFields {
  public:
@@ -705,17 +718,20 @@ class SchedulerLoader final : public SchedulerFields {
   bool apply_;
 };
 
-inline void SchedulerFields::visit(LRScheduler& s, const std::string& prefix) {
+#if DL_HEADER_ONLY
+DL_API void SchedulerFields::visit(LRScheduler& s, const std::string& prefix) {
   const std::string outer = prefix_;
   prefix_ = outer + prefix;
   name("scheduler", s.name());
   s.visit_state(*this);
   prefix_ = outer;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 
-inline std::vector<double> GroupValues::for_groups(const std::string& name, size_t n) const {
+#if DL_HEADER_ONLY
+DL_API std::vector<double> GroupValues::for_groups(const std::string& name, size_t n) const {
   if (!per_group) {
     DL_CHECK(!values.empty(), name, " is required (one value, or one per parameter group)");
     return std::vector<double>(n, values[0]);
@@ -724,16 +740,18 @@ inline std::vector<double> GroupValues::for_groups(const std::string& name, size
            " values, param_groups has ", n, ".");
   return values;
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- LRScheduler
 
-inline std::vector<double> LRScheduler::group_lrs() const {
+#if DL_HEADER_ONLY
+DL_API std::vector<double> LRScheduler::group_lrs() const {
   std::vector<double> lrs(num_groups());
   for (size_t g = 0; g < lrs.size(); ++g) lrs[g] = optimizer_->get_lr(g);
   return lrs;
 }
 
-inline void LRScheduler::init(int64_t last_epoch) {
+DL_API void LRScheduler::init(int64_t last_epoch) {
   const size_t n = num_groups();
   if (last_epoch == -1) {
     for (size_t g = 0; g < n; ++g)
@@ -750,7 +768,7 @@ inline void LRScheduler::init(int64_t last_epoch) {
   initial_step();
 }
 
-inline void LRScheduler::initial_step() {
+DL_API void LRScheduler::initial_step() {
   step_count_ = 0;
   struct InitialMode {
     bool& flag;
@@ -760,12 +778,12 @@ inline void LRScheduler::initial_step() {
   step();
 }
 
-inline void LRScheduler::step() {
+DL_API void LRScheduler::step() {
   ++step_count_;
   update_lr(std::nullopt);
 }
 
-inline void LRScheduler::update_lr(std::optional<int64_t> epoch) {
+DL_API void LRScheduler::update_lr(std::optional<int64_t> epoch) {
   std::vector<double> lrs;
   if (!epoch) {
     ++last_epoch_;
@@ -781,14 +799,14 @@ inline void LRScheduler::update_lr(std::optional<int64_t> epoch) {
   last_lr_ = group_lrs();
 }
 
-inline void LRScheduler::visit_state(detail::SchedulerFields& f) {
+DL_API void LRScheduler::visit_state(detail::SchedulerFields& f) {
   f.field("base_lrs", base_lrs_);
   f.field("last_epoch", last_epoch_);
   f.field("_step_count", step_count_);
   f.field("_last_lr", last_lr_);
 }
 
-inline StateDict LRScheduler::state_dict() const {
+DL_API StateDict LRScheduler::state_dict() const {
   StateDict sd;
   detail::SchedulerSaver saver(sd);
   // The saver only reads the fields; visit_state is one non-const list for both directions.
@@ -796,7 +814,7 @@ inline StateDict LRScheduler::state_dict() const {
   return sd;
 }
 
-inline void LRScheduler::load_state_dict(const StateDict& sd) {
+DL_API void LRScheduler::load_state_dict(const StateDict& sd) {
   detail::SchedulerLoader check(sd, false);
   check.visit(*this, "");
   detail::SchedulerLoader load(sd, true);
@@ -810,9 +828,12 @@ inline void LRScheduler::load_state_dict(const StateDict& sd) {
     for (LRScheduler* c : s->sub_schedulers()) pending.push_back(c);
   }
 }
+#endif  // DL_HEADER_ONLY
 
 namespace detail {
-inline std::vector<LRLambda> lr_lambdas(const LRLambdas& l, size_t n, const char* who) {
+DL_API std::vector<LRLambda> lr_lambdas(const LRLambdas& l, size_t n, const char* who);
+#if DL_HEADER_ONLY
+DL_API std::vector<LRLambda> lr_lambdas(const LRLambdas& l, size_t n, const char* who) {
   std::vector<LRLambda> fns;
   if (!l.per_group) {
     DL_CHECK(l.fns.size() == 1, who, ": lr_lambda is required (a function, or one per parameter group)");
@@ -825,29 +846,31 @@ inline std::vector<LRLambda> lr_lambdas(const LRLambdas& l, size_t n, const char
     DL_CHECK(bool(fns[i]), "lr_lambda should be a function, but got an empty std::function (", who, ", group ", i, ")");
   return fns;
 }
+#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
 // ---- LambdaLR, MultiplicativeLR
 
-inline LambdaLR::LambdaLR(Optimizer& optimizer, const LambdaLROptions& o)
+#if DL_HEADER_ONLY
+DL_API LambdaLR::LambdaLR(Optimizer& optimizer, const LambdaLROptions& o)
     : LRScheduler(optimizer), lambdas_(detail::lr_lambdas(o.lr_lambda, optimizer.num_param_groups(), "LambdaLR")) {
   init(o.last_epoch);
 }
 
-inline std::vector<double> LambdaLR::get_lr() {
+DL_API std::vector<double> LambdaLR::get_lr() {
   DL_CHECK(lambdas_.size() == base_lrs_.size(), "LambdaLR: ", lambdas_.size(), " lr_lambdas for ", base_lrs_.size(), " base_lrs");
   std::vector<double> lrs(base_lrs_.size());
   for (size_t g = 0; g < lrs.size(); ++g) lrs[g] = base_lrs_[g] * lambdas_[g](last_epoch_);
   return lrs;
 }
 
-inline MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, const MultiplicativeLROptions& o)
+DL_API MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, const MultiplicativeLROptions& o)
     : LRScheduler(optimizer),
       lambdas_(detail::lr_lambdas(o.lr_lambda, optimizer.num_param_groups(), "MultiplicativeLR")) {
   init(o.last_epoch);
 }
 
-inline std::vector<double> MultiplicativeLR::get_lr() {
+DL_API std::vector<double> MultiplicativeLR::get_lr() {
   std::vector<double> lrs = group_lrs();
   if (is_initial_) return lrs;
   DL_CHECK(lambdas_.size() == lrs.size(), "MultiplicativeLR: ", lambdas_.size(), " lr_lambdas for ", lrs.size(),
@@ -855,41 +878,43 @@ inline std::vector<double> MultiplicativeLR::get_lr() {
   for (size_t g = 0; g < lrs.size(); ++g) lrs[g] *= lambdas_[g](last_epoch_);
   return lrs;
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- StepLR, MultiStepLR
 
-inline StepLR::StepLR(Optimizer& optimizer, const StepLROptions& o)
+#if DL_HEADER_ONLY
+DL_API StepLR::StepLR(Optimizer& optimizer, const StepLROptions& o)
     : LRScheduler(optimizer), step_size_(o.step_size), gamma_(o.gamma) {
   init(o.last_epoch);
 }
 
-inline std::vector<double> StepLR::get_lr() {
+DL_API std::vector<double> StepLR::get_lr() {
   std::vector<double> lrs = group_lrs();
   if (last_epoch_ == 0 || detail::py_mod(last_epoch_, step_size_, "StepLR (step_size = 0)") != 0) return lrs;
   for (double& lr : lrs) lr *= gamma_;
   return lrs;
 }
 
-inline std::optional<std::vector<double>> StepLR::closed_form_lr() const {
+DL_API std::optional<std::vector<double>> StepLR::closed_form_lr() const {
   const double f = std::pow(gamma_, double(detail::py_floordiv(last_epoch_, step_size_, "StepLR (step_size = 0)")));
   std::vector<double> lrs = base_lrs_;
   for (double& lr : lrs) lr *= f;
   return lrs;
 }
 
-inline void StepLR::visit_state(detail::SchedulerFields& f) {
+DL_API void StepLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("step_size", step_size_);
   f.field("gamma", gamma_);
 }
 
-inline MultiStepLR::MultiStepLR(Optimizer& optimizer, const MultiStepLROptions& o)
+DL_API MultiStepLR::MultiStepLR(Optimizer& optimizer, const MultiStepLROptions& o)
     : LRScheduler(optimizer), milestones_(o.milestones), gamma_(o.gamma) {
   std::sort(milestones_.begin(), milestones_.end());
   init(o.last_epoch);
 }
 
-inline std::vector<double> MultiStepLR::get_lr() {
+DL_API std::vector<double> MultiStepLR::get_lr() {
   std::vector<double> lrs = group_lrs();
   const auto count = std::count(milestones_.begin(), milestones_.end(), last_epoch_);
   if (count == 0) return lrs;
@@ -898,29 +923,31 @@ inline std::vector<double> MultiStepLR::get_lr() {
   return lrs;
 }
 
-inline std::optional<std::vector<double>> MultiStepLR::closed_form_lr() const {
+DL_API std::optional<std::vector<double>> MultiStepLR::closed_form_lr() const {
   const double f = std::pow(gamma_, double(detail::bisect_right(milestones_, last_epoch_)));
   std::vector<double> lrs = base_lrs_;
   for (double& lr : lrs) lr *= f;
   return lrs;
 }
 
-inline void MultiStepLR::visit_state(detail::SchedulerFields& f) {
+DL_API void MultiStepLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("milestones", milestones_);
   f.field("gamma", gamma_);
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- ConstantLR, LinearLR
 
-inline ConstantLR::ConstantLR(Optimizer& optimizer, const ConstantLROptions& o)
+#if DL_HEADER_ONLY
+DL_API ConstantLR::ConstantLR(Optimizer& optimizer, const ConstantLROptions& o)
     : LRScheduler(optimizer), factor_(o.factor), total_iters_(o.total_iters) {
   DL_CHECK(!(o.factor > 1.0 || o.factor < 0), "Constant multiplicative factor expected to be between 0 and 1. (got factor = ",
            detail::sched_float(o.factor), ")");
   init(o.last_epoch);
 }
 
-inline std::vector<double> ConstantLR::get_lr() {
+DL_API std::vector<double> ConstantLR::get_lr() {
   std::vector<double> lrs = group_lrs();
   if (last_epoch_ == 0) {
     for (double& lr : lrs) lr *= factor_;
@@ -931,20 +958,20 @@ inline std::vector<double> ConstantLR::get_lr() {
   return lrs;
 }
 
-inline std::optional<std::vector<double>> ConstantLR::closed_form_lr() const {
+DL_API std::optional<std::vector<double>> ConstantLR::closed_form_lr() const {
   const double f = factor_ + (last_epoch_ >= total_iters_ ? 1.0 : 0.0) * (1 - factor_);
   std::vector<double> lrs = base_lrs_;
   for (double& lr : lrs) lr *= f;
   return lrs;
 }
 
-inline void ConstantLR::visit_state(detail::SchedulerFields& f) {
+DL_API void ConstantLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("factor", factor_);
   f.field("total_iters", total_iters_);
 }
 
-inline LinearLR::LinearLR(Optimizer& optimizer, const LinearLROptions& o)
+DL_API LinearLR::LinearLR(Optimizer& optimizer, const LinearLROptions& o)
     : LRScheduler(optimizer), start_factor_(o.start_factor), end_factor_(o.end_factor), total_iters_(o.total_iters) {
   DL_CHECK(!(o.start_factor > 1.0 || o.start_factor <= 0),
            "Starting multiplicative factor expected to be greater than 0 and less or equal to 1. (got start_factor = ",
@@ -954,7 +981,7 @@ inline LinearLR::LinearLR(Optimizer& optimizer, const LinearLROptions& o)
   init(o.last_epoch);
 }
 
-inline std::vector<double> LinearLR::get_lr() {
+DL_API std::vector<double> LinearLR::get_lr() {
   std::vector<double> lrs = group_lrs();
   if (last_epoch_ == 0) {
     for (double& lr : lrs) lr *= start_factor_;
@@ -967,7 +994,7 @@ inline std::vector<double> LinearLR::get_lr() {
   return lrs;
 }
 
-inline std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
+DL_API std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
   const double f = start_factor_ + detail::py_div((end_factor_ - start_factor_) * double(std::min(total_iters_, last_epoch_)),
                                                   double(total_iters_), "LinearLR (total_iters = 0)");
   std::vector<double> lrs = base_lrs_;
@@ -975,22 +1002,24 @@ inline std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
   return lrs;
 }
 
-inline void LinearLR::visit_state(detail::SchedulerFields& f) {
+DL_API void LinearLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("start_factor", start_factor_);
   f.field("end_factor", end_factor_);
   f.field("total_iters", total_iters_);
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- ExponentialLR, PolynomialLR
 
-inline ExponentialLR::ExponentialLR(Optimizer& optimizer, const ExponentialLROptions& o)
+#if DL_HEADER_ONLY
+DL_API ExponentialLR::ExponentialLR(Optimizer& optimizer, const ExponentialLROptions& o)
     : LRScheduler(optimizer), gamma_(o.gamma) {
   DL_CHECK(!std::isnan(o.gamma), "ExponentialLR: gamma is required (ExponentialLROptions{.gamma = ...})");
   init(o.last_epoch);
 }
 
-inline std::vector<double> ExponentialLR::get_lr() {
+DL_API std::vector<double> ExponentialLR::get_lr() {
   std::vector<double> lrs = group_lrs();
   // When resuming (last_epoch >= 0) the initial step must not move the rate one step ahead.
   if (is_initial_) return lrs;
@@ -998,24 +1027,24 @@ inline std::vector<double> ExponentialLR::get_lr() {
   return lrs;
 }
 
-inline std::optional<std::vector<double>> ExponentialLR::closed_form_lr() const {
+DL_API std::optional<std::vector<double>> ExponentialLR::closed_form_lr() const {
   const double f = std::pow(gamma_, double(last_epoch_));
   std::vector<double> lrs = base_lrs_;
   for (double& lr : lrs) lr *= f;
   return lrs;
 }
 
-inline void ExponentialLR::visit_state(detail::SchedulerFields& f) {
+DL_API void ExponentialLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("gamma", gamma_);
 }
 
-inline PolynomialLR::PolynomialLR(Optimizer& optimizer, const PolynomialLROptions& o)
+DL_API PolynomialLR::PolynomialLR(Optimizer& optimizer, const PolynomialLROptions& o)
     : LRScheduler(optimizer), total_iters_(o.total_iters), power_(o.power) {
   init(o.last_epoch);
 }
 
-inline std::vector<double> PolynomialLR::get_lr() {
+DL_API std::vector<double> PolynomialLR::get_lr() {
   std::vector<double> lrs = group_lrs();
   if (is_initial_ || last_epoch_ > total_iters_) return lrs;
   const char* who = "PolynomialLR (total_iters = 0)";
@@ -1027,7 +1056,7 @@ inline std::vector<double> PolynomialLR::get_lr() {
   return lrs;
 }
 
-inline std::optional<std::vector<double>> PolynomialLR::closed_form_lr() const {
+DL_API std::optional<std::vector<double>> PolynomialLR::closed_form_lr() const {
   const double f = std::pow(
       1.0 - detail::py_div(double(std::min(total_iters_, last_epoch_)), double(total_iters_), "PolynomialLR (total_iters = 0)"),
       power_);
@@ -1036,20 +1065,22 @@ inline std::optional<std::vector<double>> PolynomialLR::closed_form_lr() const {
   return lrs;
 }
 
-inline void PolynomialLR::visit_state(detail::SchedulerFields& f) {
+DL_API void PolynomialLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("total_iters", total_iters_);
   f.field("power", power_);
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- CosineAnnealingLR
 
-inline CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, const CosineAnnealingLROptions& o)
+#if DL_HEADER_ONLY
+DL_API CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, const CosineAnnealingLROptions& o)
     : LRScheduler(optimizer), T_max_(o.T_max), eta_min_(o.eta_min) {
   init(o.last_epoch);
 }
 
-inline std::vector<double> CosineAnnealingLR::get_lr() {
+DL_API std::vector<double> CosineAnnealingLR::get_lr() {
   std::vector<double> lrs = group_lrs();
   if (is_initial_) return lrs;
   constexpr double pi = 3.141592653589793;  // Python's math.pi
@@ -1072,7 +1103,7 @@ inline std::vector<double> CosineAnnealingLR::get_lr() {
   return lrs;
 }
 
-inline std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() const {
+DL_API std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() const {
   constexpr double pi = 3.141592653589793;
   const double c = 1 + std::cos(detail::py_div(pi * double(last_epoch_), double(T_max_), "CosineAnnealingLR (T_max = 0)"));
   std::vector<double> lrs = base_lrs_;
@@ -1080,15 +1111,17 @@ inline std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() co
   return lrs;
 }
 
-inline void CosineAnnealingLR::visit_state(detail::SchedulerFields& f) {
+DL_API void CosineAnnealingLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("T_max", T_max_);
   f.field("eta_min", eta_min_);
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- CosineAnnealingWarmRestarts
 
-inline CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer,
+#if DL_HEADER_ONLY
+DL_API CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer,
                                                                 const CosineAnnealingWarmRestartsOptions& o)
     : LRScheduler(optimizer), T_0_(o.T_0), T_i_(o.T_0), T_mult_(o.T_mult), eta_min_(o.eta_min), T_cur_(double(o.last_epoch)) {
   DL_CHECK(o.T_0 > 0, "Expected positive integer T_0, but got ", o.T_0);
@@ -1096,7 +1129,7 @@ inline CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optim
   init(o.last_epoch);
 }
 
-inline std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
+DL_API std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
   constexpr double pi = 3.141592653589793;
   std::vector<double> lrs = base_lrs_;
   const double c = 1 + std::cos(pi * detail::py_div(T_cur_, double(T_i_), "CosineAnnealingWarmRestarts (T_i = 0)"));
@@ -1104,7 +1137,7 @@ inline std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
   return lrs;
 }
 
-inline void CosineAnnealingWarmRestarts::step() {
+DL_API void CosineAnnealingWarmRestarts::step() {
   if (last_epoch_ < 0) return step(0.0);
   T_cur_ = T_cur_ + 1;
   if (T_cur_ >= double(T_i_)) {
@@ -1115,7 +1148,7 @@ inline void CosineAnnealingWarmRestarts::step() {
   set_lrs();
 }
 
-inline void CosineAnnealingWarmRestarts::step(double epoch) {
+DL_API void CosineAnnealingWarmRestarts::step(double epoch) {
   DL_CHECK(epoch >= 0, "Expected non-negative epoch, but got ", dl::detail::py_number(epoch));
   if (epoch >= double(T_0_)) {
     if (T_mult_ == 1) {
@@ -1136,7 +1169,7 @@ inline void CosineAnnealingWarmRestarts::step(double epoch) {
   set_lrs();
 }
 
-inline void CosineAnnealingWarmRestarts::set_lrs() {
+DL_API void CosineAnnealingWarmRestarts::set_lrs() {
   const std::vector<double> lrs = get_lr();
   DL_CHECK(lrs.size() == num_groups(), "CosineAnnealingWarmRestarts: ", base_lrs_.size(), " base_lrs for ", num_groups(),
            " parameter groups");
@@ -1144,7 +1177,7 @@ inline void CosineAnnealingWarmRestarts::set_lrs() {
   last_lr_ = group_lrs();
 }
 
-inline void CosineAnnealingWarmRestarts::visit_state(detail::SchedulerFields& f) {
+DL_API void CosineAnnealingWarmRestarts::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("T_0", T_0_);
   f.field("T_i", T_i_);
@@ -1152,17 +1185,22 @@ inline void CosineAnnealingWarmRestarts::visit_state(detail::SchedulerFields& f)
   f.field("eta_min", eta_min_);
   f.field("T_cur", T_cur_);
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- CyclicLR
 
 namespace detail {
-inline void require_momentum(const Optimizer& opt, const char* who) {
+DL_API void require_momentum(const Optimizer& opt, const char* who);
+#if DL_HEADER_ONLY
+DL_API void require_momentum(const Optimizer& opt, const char* who) {
   DL_CHECK(opt.get_momentum(0).has_value(), "optimizer must support momentum or beta1 with `cycle_momentum` option enabled (",
            who, " on ", opt.name(), ")");
 }
+#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
-inline CyclicLR::CyclicLR(Optimizer& optimizer, const CyclicLROptions& o) : LRScheduler(optimizer) {
+#if DL_HEADER_ONLY
+DL_API CyclicLR::CyclicLR(Optimizer& optimizer, const CyclicLROptions& o) : LRScheduler(optimizer) {
   const size_t n = num_groups();
   std::vector<double> base_lrs = o.base_lr.for_groups("base_lr", n);
   if (o.last_epoch == -1)
@@ -1193,14 +1231,14 @@ inline CyclicLR::CyclicLR(Optimizer& optimizer, const CyclicLROptions& o) : LRSc
   base_lrs_ = std::move(base_lrs);
 }
 
-inline void CyclicLR::init_scale_fn() {
+DL_API void CyclicLR::init_scale_fn() {
   if (scale_fn_custom_) return;
   // The built-in policies fix their argument, whatever scale_mode says.
   if (mode_ == "triangular" || mode_ == "triangular2") scale_mode_ = "cycle";
   else if (mode_ == "exp_range") scale_mode_ = "iterations";
 }
 
-inline double CyclicLR::scale(double x) const {
+DL_API double CyclicLR::scale(double x) const {
   if (scale_fn_custom_) return scale_fn_custom_(x);
   if (mode_ == "triangular") return 1.0;
   if (mode_ == "triangular2") return 1 / std::pow(2.0, x - 1);
@@ -1208,7 +1246,7 @@ inline double CyclicLR::scale(double x) const {
   throw Error(dl::detail::cat("CyclicLR: mode is invalid and scale_fn is None (mode = '", mode_, "')"));
 }
 
-inline std::vector<double> CyclicLR::get_lr() {
+DL_API std::vector<double> CyclicLR::get_lr() {
   const double cycle = std::floor(1 + double(last_epoch_) / total_size_);
   const double x = 1.0 + double(last_epoch_) / total_size_ - cycle;
   const double scale_factor = x <= step_ratio_ ? detail::py_div(x, step_ratio_, "CyclicLR (step_size_up = 0)")
@@ -1228,7 +1266,7 @@ inline std::vector<double> CyclicLR::get_lr() {
   return lrs;
 }
 
-inline void CyclicLR::visit_state(detail::SchedulerFields& f) {
+DL_API void CyclicLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("max_lrs", max_lrs_);
   f.field("total_size", total_size_);
@@ -1240,10 +1278,12 @@ inline void CyclicLR::visit_state(detail::SchedulerFields& f) {
   f.field("base_momentums", base_momentums_);  // empty without cycle_momentum
   f.field("max_momentums", max_momentums_);
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- OneCycleLR
 
-inline OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& o) : LRScheduler(optimizer) {
+#if DL_HEADER_ONLY
+DL_API OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& o) : LRScheduler(optimizer) {
   if (o.total_steps) {
     DL_CHECK(*o.total_steps > 0, "Expected positive integer total_steps, but got ", *o.total_steps);
     total_steps_ = *o.total_steps;
@@ -1282,7 +1322,7 @@ inline OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& o) 
   init(o.last_epoch);
 }
 
-inline void OneCycleLR::make_phases() {
+DL_API void OneCycleLR::make_phases() {
   const double total = double(total_steps_);
   if (three_phase_) {
     phases_ = {{pct_start_ * total - 1, kInitialLr, kMaxLr, kMaxMomentum, kBaseMomentum},
@@ -1294,7 +1334,7 @@ inline void OneCycleLR::make_phases() {
   }
 }
 
-inline double OneCycleLR::value(Value v, size_t g) const {
+DL_API double OneCycleLR::value(Value v, size_t g) const {
   auto at = [&](const std::vector<double>& xs, const char* what) {
     DL_CHECK(g < xs.size(), "OneCycleLR: no ", what, " for parameter group ", g, " (", xs.size(), " values)");
     return xs[g];
@@ -1312,13 +1352,13 @@ inline double OneCycleLR::value(Value v, size_t g) const {
   }
 }
 
-inline double OneCycleLR::anneal(double start, double end, double pct) const {
+DL_API double OneCycleLR::anneal(double start, double end, double pct) const {
   constexpr double pi = 3.141592653589793;
   if (anneal_strategy_ == "cos") return end + (start - end) / 2.0 * (std::cos(pi * pct) + 1);
   return (end - start) * pct + start;
 }
 
-inline std::vector<double> OneCycleLR::get_lr() {
+DL_API std::vector<double> OneCycleLR::get_lr() {
   const int64_t step_num = last_epoch_;
   DL_CHECK(step_num <= total_steps_, "Tried to step ", step_num, " times. The specified number of total steps is ", total_steps_);
   std::vector<double> lrs(num_groups());
@@ -1339,7 +1379,7 @@ inline std::vector<double> OneCycleLR::get_lr() {
   return lrs;
 }
 
-inline void OneCycleLR::visit_state(detail::SchedulerFields& f) {
+DL_API void OneCycleLR::visit_state(detail::SchedulerFields& f) {
   LRScheduler::visit_state(f);
   f.field("total_steps", total_steps_);
   f.field("pct_start", pct_start_);
@@ -1352,14 +1392,16 @@ inline void OneCycleLR::visit_state(detail::SchedulerFields& f) {
   f.field("base_momentum", base_momentums_);
 }
 
-inline void OneCycleLR::after_load() {
+DL_API void OneCycleLR::after_load() {
   DL_CHECK(anneal_strategy_ == "cos" || anneal_strategy_ == "linear", "Unknown _anneal_func_type: ", anneal_strategy_);
   make_phases();
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- ReduceLROnPlateau
 
-inline ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, const ReduceLROnPlateauOptions& o) : LRScheduler(optimizer) {
+#if DL_HEADER_ONLY
+DL_API ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, const ReduceLROnPlateauOptions& o) : LRScheduler(optimizer) {
   DL_CHECK(o.factor < 1.0, "Factor should be < 1.0. (got factor = ", detail::sched_float(o.factor), ")");
   factor_ = o.factor;
   const size_t n = num_groups();
@@ -1382,7 +1424,7 @@ inline ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, const ReduceLR
   num_bad_epochs_ = 0;
 }
 
-inline void ReduceLROnPlateau::init_is_better(const std::string& mode, double threshold, const std::string& threshold_mode) {
+DL_API void ReduceLROnPlateau::init_is_better(const std::string& mode, double threshold, const std::string& threshold_mode) {
   DL_CHECK(mode == "min" || mode == "max", "mode ", mode, " is unknown!");
   DL_CHECK(threshold_mode == "rel" || threshold_mode == "abs", "threshold mode ", threshold_mode, " is unknown!");
   mode_worse_ = mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
@@ -1391,22 +1433,22 @@ inline void ReduceLROnPlateau::init_is_better(const std::string& mode, double th
   threshold_mode_ = threshold_mode;
 }
 
-inline bool ReduceLROnPlateau::is_better(double a, double best) const {
+DL_API bool ReduceLROnPlateau::is_better(double a, double best) const {
   if (mode_ == "min" && threshold_mode_ == "rel") return a < best * (1.0 - threshold_);
   if (mode_ == "min") return a < best - threshold_;
   if (threshold_mode_ == "rel") return a > best * (threshold_ + 1.0);
   return a > best + threshold_;
 }
 
-inline void ReduceLROnPlateau::step() {
+DL_API void ReduceLROnPlateau::step() {
   throw Error("ReduceLROnPlateau.step() needs the metric it watches: call step(metric)");
 }
 
-inline std::vector<double> ReduceLROnPlateau::get_lr() {
+DL_API std::vector<double> ReduceLROnPlateau::get_lr() {
   throw Error("ReduceLROnPlateau has no get_lr: its rates depend on the metric given to step(metric)");
 }
 
-inline void ReduceLROnPlateau::step(double metric) {
+DL_API void ReduceLROnPlateau::step(double metric) {
   const double current = metric;
   last_epoch_ = last_epoch_ + 1;
   if (is_better(current, best_)) {
@@ -1427,7 +1469,7 @@ inline void ReduceLROnPlateau::step(double metric) {
   last_lr_ = group_lrs();
 }
 
-inline void ReduceLROnPlateau::reduce_lr() {
+DL_API void ReduceLROnPlateau::reduce_lr() {
   const size_t n = num_groups();
   if (min_lrs_.size() != n) {
     DL_CHECK(default_min_lr_, "The number of param groups in the `optimizer` (", n,
@@ -1444,7 +1486,7 @@ inline void ReduceLROnPlateau::reduce_lr() {
   }
 }
 
-inline void ReduceLROnPlateau::visit_state(detail::SchedulerFields& f) {
+DL_API void ReduceLROnPlateau::visit_state(detail::SchedulerFields& f) {
   f.field("factor", factor_);
   f.field("min_lrs", min_lrs_);
   f.field("default_min_lr", default_min_lr_);
@@ -1461,11 +1503,16 @@ inline void ReduceLROnPlateau::visit_state(detail::SchedulerFields& f) {
   f.field("num_bad_epochs", num_bad_epochs_);
   f.field("mode_worse", mode_worse_);
 }
+#endif  // DL_HEADER_ONLY
 
 // ---- SequentialLR, ChainedScheduler
 
 namespace detail {
-inline void check_schedulers(const char* who, const std::vector<LRScheduler*>& schedulers, const Optimizer& optimizer) {
+DL_API void check_schedulers(const char* who, const std::vector<LRScheduler*>& schedulers, const Optimizer& optimizer);
+/// ChainedScheduler's optimizer: the given one, else the first scheduler's.
+DL_API Optimizer& chained_optimizer(const std::vector<LRScheduler*>& schedulers, Optimizer* optimizer);
+#if DL_HEADER_ONLY
+DL_API void check_schedulers(const char* who, const std::vector<LRScheduler*>& schedulers, const Optimizer& optimizer) {
   for (size_t i = 0; i < schedulers.size(); ++i) {
     const LRScheduler* s = schedulers[i];
     DL_CHECK(s, who, " at index ", i, " should have `optimizer` as its attribute (got a null scheduler).");
@@ -1479,16 +1526,17 @@ inline void check_schedulers(const char* who, const std::vector<LRScheduler*>& s
              optimizer.name(), " at ", static_cast<const void*>(&optimizer), ".");
   }
 }
-/// ChainedScheduler's optimizer: the given one, else the first scheduler's.
-inline Optimizer& chained_optimizer(const std::vector<LRScheduler*>& schedulers, Optimizer* optimizer) {
+DL_API Optimizer& chained_optimizer(const std::vector<LRScheduler*>& schedulers, Optimizer* optimizer) {
   DL_CHECK(!schedulers.empty(), "ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.");
   if (optimizer) return *optimizer;
   DL_CHECK(schedulers[0], "ChainedScheduler at index 0 should have `optimizer` as its attribute (got a null scheduler).");
   return schedulers[0]->optimizer();
 }
+#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
-inline SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones,
+#if DL_HEADER_ONLY
+DL_API SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones,
                                   int64_t last_epoch)
     : LRScheduler(optimizer), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
   DL_CHECK(!schedulers_.empty(), "SequentialLR expects at least one scheduler, but got no scheduler.");
@@ -1518,7 +1566,7 @@ inline SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*
   last_lr_ = first->get_last_lr();
 }
 
-inline void SequentialLR::step() {
+DL_API void SequentialLR::step() {
   ++last_epoch_;
   const size_t idx = detail::bisect_right(milestones_, last_epoch_);
   LRScheduler* s = schedulers_[idx];
@@ -1527,35 +1575,36 @@ inline void SequentialLR::step() {
   last_lr_ = s->get_last_lr();
 }
 
-inline std::vector<double> SequentialLR::get_lr() {
+DL_API std::vector<double> SequentialLR::get_lr() {
   throw Error("SequentialLR has no get_lr of its own: it steps its schedulers (use get_last_lr for the current rates)");
 }
 
-inline void SequentialLR::visit_state(detail::SchedulerFields& f) {
+DL_API void SequentialLR::visit_state(detail::SchedulerFields& f) {
   f.field("last_epoch", last_epoch_);
   f.field("_milestones", milestones_);
   f.field("_last_lr", last_lr_);
   for (size_t i = 0; i < schedulers_.size(); ++i) f.visit(*schedulers_[i], "_schedulers." + std::to_string(i) + ".");
 }
 
-inline ChainedScheduler::ChainedScheduler(std::vector<LRScheduler*> schedulers, Optimizer* optimizer)
+DL_API ChainedScheduler::ChainedScheduler(std::vector<LRScheduler*> schedulers, Optimizer* optimizer)
     : LRScheduler(detail::chained_optimizer(schedulers, optimizer)), schedulers_(std::move(schedulers)) {
   detail::check_schedulers("ChainedScheduler", schedulers_, *optimizer_);
   last_lr_ = schedulers_.back()->group_lrs();
 }
 
-inline void ChainedScheduler::step() {
+DL_API void ChainedScheduler::step() {
   for (LRScheduler* s : schedulers_) s->step();
   last_lr_ = schedulers_.back()->group_lrs();
 }
 
-inline std::vector<double> ChainedScheduler::get_lr() {
+DL_API std::vector<double> ChainedScheduler::get_lr() {
   throw Error("ChainedScheduler has no get_lr of its own: it steps its schedulers (use get_last_lr for the current rates)");
 }
 
-inline void ChainedScheduler::visit_state(detail::SchedulerFields& f) {
+DL_API void ChainedScheduler::visit_state(detail::SchedulerFields& f) {
   f.field("_last_lr", last_lr_);
   for (size_t i = 0; i < schedulers_.size(); ++i) f.visit(*schedulers_[i], "_schedulers." + std::to_string(i) + ".");
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::optim

@@ -62,7 +62,7 @@ using Pair = std::pair<double, double>;
     explicit Name(std::vector<GroupSpec> groups, const Name##Options& o = {}) : Base(std::move(groups), o) {}      \
     static void validate(const Name##Options& o);                                                                  \
     std::string name() const override { return #Name; }                                                            \
-    void step() override;                                                                                          \
+    DL_API void step() override;                                                                                   \
   };
 
 namespace dl::optim {
@@ -83,7 +83,7 @@ class Optimizer {
   /// The group's momentum (SGD, RMSprop) or beta1 (Adam family), for schedulers that cycle it;
   /// none for algorithms without one.
   virtual std::optional<double> get_momentum(size_t) const { return std::nullopt; }
-  virtual void set_momentum(size_t group, double momentum);
+  DL_API virtual void set_momentum(size_t group, double momentum);
   /// The learning rate a scheduler started from (PyTorch keeps it as the group's "initial_lr").
   std::optional<double> initial_lr(size_t group) const;
   void set_initial_lr(size_t group, double lr);
@@ -160,10 +160,10 @@ class OptimizerBase : public Optimizer {
   double get_lr(size_t g) const override { return group(g).options.lr; }
   void set_lr(size_t g, double lr) override { group(g).options.lr = lr; }
   /// The options' momentum (SGD, RMSprop) or betas.first (the Adam family), when they have one.
-  std::optional<double> get_momentum(size_t g) const override;
-  void set_momentum(size_t g, double m) override;
-  StateDict state_dict() const override;
-  void load_state_dict(const StateDict& sd) override;
+  DL_API std::optional<double> get_momentum(size_t g) const override;
+  DL_API void set_momentum(size_t g, double m) override;
+  DL_API StateDict state_dict() const override;
+  DL_API void load_state_dict(const StateDict& sd) override;
 
  protected:
   const ParamGroup& group(size_t g) const;
@@ -177,29 +177,39 @@ class OptimizerBase : public Optimizer {
 
 // ------------------------------------------------------------------------------ implementation
 
-inline void Optimizer::set_momentum(size_t, double) {
+#if DL_HEADER_ONLY
+DL_API void Optimizer::set_momentum(size_t, double) {
   throw Error(dl::detail::cat(name(), " has no momentum (or beta1) to set"));
 }
 
-inline std::optional<double> Optimizer::initial_lr(size_t group) const {
+DL_API std::optional<double> Optimizer::initial_lr(size_t group) const {
   return group < initial_lr_.size() ? initial_lr_[group] : std::nullopt;
 }
 
-inline void Optimizer::set_initial_lr(size_t group, double lr) {
+DL_API void Optimizer::set_initial_lr(size_t group, double lr) {
   if (initial_lr_.size() <= group) initial_lr_.resize(group + 1);
   initial_lr_[group] = lr;
 }
+#endif  // DL_HEADER_ONLY
 
 namespace detail {
 
-inline void put_option(StateDict& sd, const std::string& key, double v) { sd.insert(key, scalar_tensor<double>(v)); }
-inline void put_option(StateDict& sd, const std::string& key, bool v) { sd.insert(key, scalar_tensor<double>(v ? 1 : 0)); }
-inline void put_option(StateDict& sd, const std::string& key, int64_t v) { sd.insert(key, scalar_tensor<int64_t>(v)); }
-inline void put_option(StateDict& sd, const std::string& key, const Pair& v) { sd.insert(key, tensor<double>({v.first, v.second})); }
-inline void put_option(StateDict& sd, const std::string& key, const std::string& v) { sd.metadata[key] = v; }
-inline void put_option(StateDict& sd, const std::string& key, const std::optional<int64_t>& v) {
+DL_API void put_option(StateDict& sd, const std::string& key, double v);
+DL_API void put_option(StateDict& sd, const std::string& key, bool v);
+DL_API void put_option(StateDict& sd, const std::string& key, int64_t v);
+DL_API void put_option(StateDict& sd, const std::string& key, const Pair& v);
+DL_API void put_option(StateDict& sd, const std::string& key, const std::string& v);
+DL_API void put_option(StateDict& sd, const std::string& key, const std::optional<int64_t>& v);
+#if DL_HEADER_ONLY
+DL_API void put_option(StateDict& sd, const std::string& key, double v) { sd.insert(key, scalar_tensor<double>(v)); }
+DL_API void put_option(StateDict& sd, const std::string& key, bool v) { sd.insert(key, scalar_tensor<double>(v ? 1 : 0)); }
+DL_API void put_option(StateDict& sd, const std::string& key, int64_t v) { sd.insert(key, scalar_tensor<int64_t>(v)); }
+DL_API void put_option(StateDict& sd, const std::string& key, const Pair& v) { sd.insert(key, tensor<double>({v.first, v.second})); }
+DL_API void put_option(StateDict& sd, const std::string& key, const std::string& v) { sd.metadata[key] = v; }
+DL_API void put_option(StateDict& sd, const std::string& key, const std::optional<int64_t>& v) {
   if (v) sd.insert(key, scalar_tensor<int64_t>(*v));
 }
+#endif  // DL_HEADER_ONLY
 
 /// t as a contiguous Tensor<T>, converting between the floating types and from int64 (the types
 /// state dicts hold) with plain loops: typed conversion kernels would compile into every program.
@@ -219,28 +229,39 @@ Tensor<T> as_floating(const AnyTensor& t, const std::string& key) {
   return out;
 }
 
-inline Tensor<double> option_tensor(const StateDict& sd, const std::string& key, int64_t numel) {
+DL_API Tensor<double> option_tensor(const StateDict& sd, const std::string& key, int64_t numel);
+#if DL_HEADER_ONLY
+DL_API Tensor<double> option_tensor(const StateDict& sd, const std::string& key, int64_t numel) {
   const AnyTensor& t = sd.at(key);
   DL_CHECK(t.numel() == numel, "optimizer state dict: ", key, " has ", t.numel(), " values, expected ", numel);
   return as_floating<double>(t, key);
 }
+#endif  // DL_HEADER_ONLY
 
-inline void get_option(const StateDict& sd, const std::string& key, double& v) { v = option_tensor(sd, key, 1).data()[0]; }
-inline void get_option(const StateDict& sd, const std::string& key, bool& v) { v = option_tensor(sd, key, 1).data()[0] != 0; }
-inline void get_option(const StateDict& sd, const std::string& key, int64_t& v) { v = int64_t(option_tensor(sd, key, 1).data()[0]); }
-inline void get_option(const StateDict& sd, const std::string& key, Pair& v) {
+DL_API void get_option(const StateDict& sd, const std::string& key, double& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, bool& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, int64_t& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, Pair& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, std::string& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, std::optional<int64_t>& v);
+#if DL_HEADER_ONLY
+DL_API void get_option(const StateDict& sd, const std::string& key, double& v) { v = option_tensor(sd, key, 1).data()[0]; }
+DL_API void get_option(const StateDict& sd, const std::string& key, bool& v) { v = option_tensor(sd, key, 1).data()[0] != 0; }
+DL_API void get_option(const StateDict& sd, const std::string& key, int64_t& v) { v = int64_t(option_tensor(sd, key, 1).data()[0]); }
+DL_API void get_option(const StateDict& sd, const std::string& key, Pair& v) {
   const Tensor<double> t = option_tensor(sd, key, 2);
   v = {t.data()[0], t.data()[1]};
 }
-inline void get_option(const StateDict& sd, const std::string& key, std::string& v) {
+DL_API void get_option(const StateDict& sd, const std::string& key, std::string& v) {
   auto it = sd.metadata.find(key);
   DL_CHECK(it != sd.metadata.end(), "optimizer state dict: missing option ", key);
   v = it->second;
 }
-inline void get_option(const StateDict& sd, const std::string& key, std::optional<int64_t>& v) {
+DL_API void get_option(const StateDict& sd, const std::string& key, std::optional<int64_t>& v) {
   if (sd.contains(key)) v = int64_t(option_tensor(sd, key, 1).data()[0]);
   else v = std::nullopt;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 

@@ -42,7 +42,9 @@ void write_svg(const std::string& path, const std::vector<Chart>& charts, int wi
 
 namespace detail {
 
-inline std::string escape_xml(const std::string& s) {
+DL_API std::string escape_xml(const std::string& s);
+#if DL_HEADER_ONLY
+DL_API std::string escape_xml(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -55,9 +57,12 @@ inline std::string escape_xml(const std::string& s) {
   }
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
 /// About five round tick values covering [lo, hi] (1, 2 or 5 times a power of ten apart).
-inline std::vector<double> nice_ticks(double lo, double hi) {
+DL_API std::vector<double> nice_ticks(double lo, double hi);
+#if DL_HEADER_ONLY
+DL_API std::vector<double> nice_ticks(double lo, double hi) {
   const double span = hi - lo;
   const double raw = span / 5, mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
@@ -65,16 +70,22 @@ inline std::vector<double> nice_ticks(double lo, double hi) {
   for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
   return t;
 }
+#endif  // DL_HEADER_ONLY
 
-inline std::string fmt(double v) {
+DL_API std::string fmt(double v);
+#if DL_HEADER_ONLY
+DL_API std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 
-inline std::string to_svg(const std::vector<Chart>& charts, int width, int height) {
+DL_API std::string to_svg(const std::vector<Chart>& charts, int width, int height);
+#if DL_HEADER_ONLY
+DL_API std::string to_svg(const std::vector<Chart>& charts, int width, int height) {
   DL_CHECK(!charts.empty(), "to_svg: no charts");
   DL_CHECK(width >= 100 && height >= 100, "to_svg: charts must be at least 100 x 100 pixels, got ", width, " x ", height);
   static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
@@ -131,13 +142,17 @@ inline std::string to_svg(const std::vector<Chart>& charts, int width, int heigh
   s << "</svg>\n";
   return s.str();
 }
+#endif  // DL_HEADER_ONLY
 
-inline void write_svg(const std::string& path, const std::vector<Chart>& charts, int width, int height) {
+DL_API void write_svg(const std::string& path, const std::vector<Chart>& charts, int width, int height);
+#if DL_HEADER_ONLY
+DL_API void write_svg(const std::string& path, const std::vector<Chart>& charts, int width, int height) {
   const std::string svg = to_svg(charts, width, height);
   std::ofstream f(path);
   DL_CHECK(f.good(), "write_svg: cannot open '", path, "' for writing");
   f << svg;
   DL_CHECK(f.good(), "write_svg: writing '", path, "' failed");
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::utils

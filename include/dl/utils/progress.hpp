@@ -70,7 +70,9 @@ std::string format_duration(double seconds);
 
 // ------------------------------------------------------------------------------ implementation
 
-inline std::string format_duration(double seconds) {
+DL_API std::string format_duration(double seconds);
+#if DL_HEADER_ONLY
+DL_API std::string format_duration(double seconds) {
   if (!std::isfinite(seconds)) return "--:--";
   const int64_t s = int64_t(std::llround(std::max(0.0, seconds)));
   char buf[32];
@@ -79,7 +81,7 @@ inline std::string format_duration(double seconds) {
   return buf;
 }
 
-inline ProgressBar::ProgressBar(int64_t total, ProgressOptions o) : total_(total), o_(std::move(o)) {
+DL_API ProgressBar::ProgressBar(int64_t total, ProgressOptions o) : total_(total), o_(std::move(o)) {
   DL_CHECK(total >= 0, "ProgressBar: total must be non-negative, got ", total);
   DL_CHECK(o_.out, "ProgressBar: no output stream");
   tty_ = o_.tty.value_or(o_.out == &std::cout && ::isatty(STDOUT_FILENO));
@@ -92,13 +94,13 @@ inline ProgressBar::ProgressBar(int64_t total, ProgressOptions o) : total_(total
   start_ = now();
 }
 
-inline double ProgressBar::eta() const {
+DL_API double ProgressBar::eta() const {
   if (done_ >= total_) return 0;
   if (done_ == 0) return NAN;
   return elapsed() / double(done_) * double(total_ - done_);
 }
 
-inline std::string ProgressBar::line() const {
+DL_API std::string ProgressBar::line() const {
   std::string s = o_.description.empty() ? "" : o_.description + " ";
   const double frac = total_ > 0 ? double(std::min(done_, total_)) / double(total_) : 1.0;
   char buf[64];
@@ -122,7 +124,7 @@ inline std::string ProgressBar::line() const {
   return s;
 }
 
-inline void ProgressBar::draw(bool final) {
+DL_API void ProgressBar::draw(bool final) {
   if (tty_) {
     *o_.out << "\r" << line() << "\x1b[K";
     if (final) *o_.out << "\n";
@@ -133,7 +135,7 @@ inline void ProgressBar::draw(bool final) {
   last_draw_ = now();
 }
 
-inline void ProgressBar::update(int64_t steps, std::vector<std::pair<std::string, double>> metrics, int64_t items) {
+DL_API void ProgressBar::update(int64_t steps, std::vector<std::pair<std::string, double>> metrics, int64_t items) {
   DL_CHECK(steps >= 0, "ProgressBar::update: steps must be non-negative, got ", steps);
   done_ += steps;
   items_ += items < 0 ? steps : items;
@@ -142,10 +144,11 @@ inline void ProgressBar::update(int64_t steps, std::vector<std::pair<std::string
   if (tty_ ? since >= o_.refresh_seconds : since >= o_.log_seconds && done_ < total_) draw(false);
 }
 
-inline void ProgressBar::finish() {
+DL_API void ProgressBar::finish() {
   if (finished_) return;
   finished_ = true;
   if (tty_) draw(true);  // a plain log gets its summary from the caller
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::utils

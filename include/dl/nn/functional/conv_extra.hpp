@@ -145,10 +145,13 @@ auto pooled1d(const Tensor<T>& x, F&& f) {
   else return back(r);
 }
 
-inline void check_pool1d_dims(const Shape& x, const char* what) {
+DL_API void check_pool1d_dims(const Shape& x, const char* what);
+#if DL_HEADER_ONLY
+DL_API void check_pool1d_dims(const Shape& x, const char* what) {
   DL_CHECK(x.size() == 2 || x.size() == 3, "Expected 2 to 3 dimensions, but got ", x.size(),
            "-dimensional tensor for argument #1 'self' (while checking arguments for ", what, ")");
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 

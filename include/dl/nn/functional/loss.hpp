@@ -127,19 +127,28 @@ Tensor<expr::value_type_t<A>> kl_div(const A& input, const B& target, KLDivLossO
 
 namespace detail {
 
-inline void check_reduction(Reduction r, const char* what) {
+DL_API void check_reduction(Reduction r, const char* what);
+#if DL_HEADER_ONLY
+DL_API void check_reduction(Reduction r, const char* what) {
   DL_CHECK(r != Reduction::batchmean, what, ": batchmean is not a valid value for reduction (only kl_div accepts it)");
 }
+#endif  // DL_HEADER_ONLY
 
-inline dl::detail::ClassReduction class_reduction(Reduction r) {
+DL_API dl::detail::ClassReduction class_reduction(Reduction r);
+#if DL_HEADER_ONLY
+DL_API dl::detail::ClassReduction class_reduction(Reduction r) {
   return r == Reduction::none ? dl::detail::ClassReduction::none
          : r == Reduction::sum ? dl::detail::ClassReduction::sum
                                : dl::detail::ClassReduction::mean;
 }
+#endif  // DL_HEADER_ONLY
 
-inline void check_label_smoothing(double s) {
+DL_API void check_label_smoothing(double s);
+#if DL_HEADER_ONLY
+DL_API void check_label_smoothing(double s) {
   DL_CHECK(s >= 0 && s <= 1, "label_smoothing must be between 0.0 and 1.0. Got: ", s);
 }
+#endif  // DL_HEADER_ONLY
 
 /// The checks of PyTorch's nll_loss_nd on class-index targets and the weight.
 template <class T>

@@ -140,9 +140,12 @@ auto norm_rule(NormGeometry geo, Shape in_shape, Shape param_shape, double eps, 
   };
 }
 
-inline void check_param(const char* what, int64_t expected, const Shape& got) {
+DL_API void check_param(const char* what, int64_t expected, const Shape& got);
+#if DL_HEADER_ONLY
+DL_API void check_param(const char* what, int64_t expected, const Shape& got) {
   DL_CHECK(numel(got) == expected, what, " should contain ", expected, " elements not ", numel(got));
 }
+#endif  // DL_HEADER_ONLY
 
 /// Forward statistics kept for a fast backward: per channel (batch_norm) or per row (layer_norm,
 /// group_norm) mean and 1 / sqrt(var + eps), in double.

@@ -28,16 +28,21 @@ namespace detail {
 
 enum class PadMode { constant, reflect, replicate, circular };
 
-inline PadMode pad_mode(std::string_view mode) {
+DL_API PadMode pad_mode(std::string_view mode);
+#if DL_HEADER_ONLY
+DL_API PadMode pad_mode(std::string_view mode) {
   if (mode == "constant") return PadMode::constant;
   if (mode == "reflect") return PadMode::reflect;
   if (mode == "replicate") return PadMode::replicate;
   if (mode == "circular") return PadMode::circular;
   throw Error(dl::detail::cat("Unrecognised padding mode ", mode, " (expected constant, reflect, replicate or circular)"));
 }
+#endif  // DL_HEADER_ONLY
 
 /// The position maps of F::pad, after PyTorch's checks.
-inline dl::detail::PadMaps pad_maps(const Shape& in, const std::vector<int64_t>& pad, PadMode mode, double value) {
+DL_API dl::detail::PadMaps pad_maps(const Shape& in, const std::vector<int64_t>& pad, PadMode mode, double value);
+#if DL_HEADER_ONLY
+DL_API dl::detail::PadMaps pad_maps(const Shape& in, const std::vector<int64_t>& pad, PadMode mode, double value) {
   const int nd = in.size();
   DL_CHECK(pad.size() % 2 == 0, "Padding length must be divisible by 2");
   DL_CHECK(int64_t(pad.size()) <= 2 * int64_t(nd), "Padding length too large");
@@ -103,6 +108,7 @@ inline dl::detail::PadMaps pad_maps(const Shape& in, const std::vector<int64_t>&
   }
   return m;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 

@@ -109,7 +109,9 @@ Tensor<T> embedding(const Tensor<int64_t>& input, const Tensor<T>& weight, std::
   return out.view(out_shape);
 }
 
-inline Tensor<int64_t> one_hot(const Tensor<int64_t>& input, int64_t num_classes) {
+DL_API Tensor<int64_t> one_hot(const Tensor<int64_t>& input, int64_t num_classes);
+#if DL_HEADER_ONLY
+DL_API Tensor<int64_t> one_hot(const Tensor<int64_t>& input, int64_t num_classes) {
   const Tensor<int64_t> x = input.contiguous();
   const int64_t n = x.numel();
   const int64_t* p = x.data();
@@ -128,5 +130,6 @@ inline Tensor<int64_t> one_hot(const Tensor<int64_t>& input, int64_t num_classes
   for (int64_t i = 0; i < n; ++i) out.data()[i * num_classes + p[i]] = 1;
   return out;
 }
+#endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn::functional
