@@ -22,16 +22,28 @@ echo "$flags"
 $cxx -std=c++20 -O1 "$here/main.cpp" -o "$work/app-pc" $flags
 "$work/app-pc"
 
+step "pkg-config, installed, compiled mode: $cxx \$(pkg-config --cflags --libs dl-compiled)"
+flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs dl-compiled)
+echo "$flags"
+$cxx -std=c++20 -O1 "$here/main.cpp" -o "$work/app-pc-compiled" $flags \
+  -Wl,-rpath,"$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir dl-compiled)"
+"$work/app-pc-compiled"
+
 step "pkg-config, uninstalled build tree (dl-uninstalled.pc)"
 flags=$(PKG_CONFIG_PATH="$work/dl-build/meson-uninstalled" pkg-config --cflags --libs dl)
 echo "$flags"
 $cxx -std=c++20 -O1 "$here/main.cpp" -o "$work/app-uninstalled" $flags
 "$work/app-uninstalled"
+flags=$(PKG_CONFIG_PATH="$work/dl-build/meson-uninstalled" pkg-config --cflags --libs dl-compiled)
+echo "$flags"
+$cxx -std=c++20 -O1 "$here/main.cpp" -o "$work/app-uninstalled-compiled" $flags -Wl,-rpath,"$work/dl-build"
+"$work/app-uninstalled-compiled"
 
-step "CMake: find_package(dl) + target_link_libraries(app dl::dl)"
+step "CMake: find_package(dl) + target_link_libraries(app dl::dl), and app_compiled with dl::compiled"
 cmake -S "$here" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$work/cmake-build"
 "$work/cmake-build/app"
+"$work/cmake-build/app_compiled"
 
 step "Meson subproject: subprojects/dl"
 mkdir -p "$work/project/subprojects"
@@ -40,5 +52,6 @@ ln -sfn "$src" "$work/project/subprojects/dl"
 meson setup "$work/project/build" "$work/project" --force-fallback-for=dl >/dev/null
 meson compile -C "$work/project/build"
 "$work/project/build/app"
+"$work/project/build/app_compiled"
 
-step "all three ways build and run"
+step "all three ways build and run, header-only and compiled mode"

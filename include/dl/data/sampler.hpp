@@ -257,7 +257,7 @@ DL_API std::vector<int64_t> RandomSampler::indices() {
 DL_API SubsetRandomSampler::SubsetRandomSampler(std::vector<int64_t> indices, Generator* generator)
     : indices_(std::move(indices)), generator_(generator) {}
 
-inline std::vector<int64_t> SubsetRandomSampler::indices() {
+DL_API std::vector<int64_t> SubsetRandomSampler::indices() {
   const std::vector<int64_t> p = detail::randperm_vector(size(), generator_ ? generator_ : &default_generator());
   std::vector<int64_t> out(p.size());
   for (size_t k = 0; k < p.size(); ++k) out[k] = indices_[size_t(p[k])];

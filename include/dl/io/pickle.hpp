@@ -132,6 +132,49 @@ struct TensorRecord {
 /// data.pkl for an OrderedDict of tensors, as torch.save writes it (protocol 2).
 std::string write_state_dict(const std::vector<TensorRecord>& tensors);
 
+/// The pickle opcodes write_state_dict emits (protocol 2), one method per kind of value.
+namespace pickle_detail {
+struct Out {
+  std::string b;
+  void op(unsigned char c) { b.push_back(char(c)); }
+  void str(std::string_view s) {  // BINUNICODE
+    op('X');
+    for (int k = 0; k < 4; ++k) b.push_back(char((uint64_t(s.size()) >> (8 * k)) & 0xFF));
+    b.append(s);
+  }
+  void integer(int64_t v) {
+    if (v >= 0 && v < 256) {
+      op('K');
+      op(uint8_t(v));
+    } else if (v >= 0 && v < 65536) {
+      op('M');
+      op(uint8_t(v));
+      op(uint8_t(v >> 8));
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+      op('J');
+      for (int k = 0; k < 4; ++k) op(uint8_t(uint32_t(v) >> (8 * k)));
+    } else {
+      op(0x8a);
+      op(8);
+      for (int k = 0; k < 8; ++k) op(uint8_t(uint64_t(v) >> (8 * k)));
+    }
+  }
+  void global(std::string_view module, std::string_view name) {
+    op('c');
+    b.append(module);
+    b.push_back('\n');
+    b.append(name);
+    b.push_back('\n');
+  }
+  void int_tuple(const std::vector<int64_t>& v) {
+    if (v.empty()) return op(')');
+    op('(');
+    for (int64_t x : v) integer(x);
+    op('t');
+  }
+};
+}  // namespace pickle_detail
+
 #if DL_HEADER_ONLY
 // ------------------------------------------------------------------------------ implementation
 
@@ -492,47 +535,6 @@ DL_API Value Unpickler::load(std::string_view in) {
   }
 }
 
-namespace pickle_detail {
-struct Out {
-  std::string b;
-  void op(unsigned char c) { b.push_back(char(c)); }
-  void str(std::string_view s) {  // BINUNICODE
-    op('X');
-    for (int k = 0; k < 4; ++k) b.push_back(char((uint64_t(s.size()) >> (8 * k)) & 0xFF));
-    b.append(s);
-  }
-  void integer(int64_t v) {
-    if (v >= 0 && v < 256) {
-      op('K');
-      op(uint8_t(v));
-    } else if (v >= 0 && v < 65536) {
-      op('M');
-      op(uint8_t(v));
-      op(uint8_t(v >> 8));
-    } else if (v >= INT32_MIN && v <= INT32_MAX) {
-      op('J');
-      for (int k = 0; k < 4; ++k) op(uint8_t(uint32_t(v) >> (8 * k)));
-    } else {
-      op(0x8a);
-      op(8);
-      for (int k = 0; k < 8; ++k) op(uint8_t(uint64_t(v) >> (8 * k)));
-    }
-  }
-  void global(std::string_view module, std::string_view name) {
-    op('c');
-    b.append(module);
-    b.push_back('\n');
-    b.append(name);
-    b.push_back('\n');
-  }
-  void int_tuple(const std::vector<int64_t>& v) {
-    if (v.empty()) return op(')');
-    op('(');
-    for (int64_t x : v) integer(x);
-    op('t');
-  }
-};
-}  // namespace pickle_detail
 
 DL_API std::string write_state_dict(const std::vector<TensorRecord>& tensors) {
   pickle_detail::Out o;

@@ -396,7 +396,7 @@ DL_API Module::Module(const Module& other)
       buffers_(other.buffers_),
       children_(other.children_) {}
 
-inline Module& Module::operator=(const Module& other) {
+DL_API Module& Module::operator=(const Module& other) {
   if (this != &other) {
     Module tmp(other);
     *this = std::move(tmp);
