@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../config.hpp"
 #include "../profiler_hook.hpp"
 #include "graph.hpp"
 

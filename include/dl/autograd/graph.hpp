@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "../config.hpp"
 #include "../expr/reduce_kernels.hpp"
 #include "meta.hpp"
 

@@ -17,6 +17,7 @@
 #define DL_DATA_ZLIB 1
 #endif
 
+#include "../config.hpp"
 #include "../tensor.hpp"
 
 namespace dl::data {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "../config.hpp"
 #include "dataset.hpp"
 #include "rng.hpp"
 

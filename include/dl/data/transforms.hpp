@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../tensor.hpp"
 #include "rng.hpp"
 

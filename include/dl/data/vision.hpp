@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "dataset.hpp"
 #include "io.hpp"
 #include "rng.hpp"

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../config.hpp"
 #include "../error.hpp"
 
 namespace dl::io::detail {

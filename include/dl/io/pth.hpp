@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "json.hpp"
 #include "pickle.hpp"
 #include "state_dict.hpp"

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../config.hpp"
 #include "json.hpp"
 #include "state_dict.hpp"
 #include "zip.hpp"

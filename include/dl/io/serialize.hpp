@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "../config.hpp"
 #include "pth.hpp"
 #include "safetensors.hpp"
 

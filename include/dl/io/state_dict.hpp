@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../any_tensor.hpp"
 
 namespace dl {

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../config.hpp"
 #include "../error.hpp"
 
 #if DL_HAVE_LIBZIP

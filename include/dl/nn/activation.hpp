@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "../config.hpp"
 #include "container.hpp"
 #include "functional/activation.hpp"
 #include "functional/softmax.hpp"

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+#include "../config.hpp"
 #include "module.hpp"
 
 namespace dl::nn {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "../config.hpp"
 #include "container.hpp"
 #include "functional.hpp"
 #include "functional/conv_extra.hpp"

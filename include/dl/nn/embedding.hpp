@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "../config.hpp"
 #include "container.hpp"
 #include "functional/sparse.hpp"
 #include "init.hpp"

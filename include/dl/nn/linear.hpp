@@ -4,6 +4,7 @@
 // form derives from the run-time one, so code taking a nn::Linear<>& takes any Linear.
 #pragma once
 
+#include "../config.hpp"
 #include "container.hpp"
 #include "functional.hpp"
 #include "functional/conv_extra.hpp"

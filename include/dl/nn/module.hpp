@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../io/state_dict.hpp"
 #include "../profiler_hook.hpp"
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "../config.hpp"
 #include "container.hpp"
 #include "functional/normalization.hpp"
 #include "init.hpp"

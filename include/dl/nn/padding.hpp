@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "container.hpp"
 #include "functional/padding.hpp"
 

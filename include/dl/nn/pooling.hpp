@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "../config.hpp"
 #include "container.hpp"
 #include "functional.hpp"
 #include "functional/conv_extra.hpp"

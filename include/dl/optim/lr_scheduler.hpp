@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "optimizer.hpp"
 
 namespace dl::optim {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../io/state_dict.hpp"
 
 namespace dl::optim {

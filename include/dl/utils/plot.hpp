@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "../error.hpp"
 
 namespace dl::utils {

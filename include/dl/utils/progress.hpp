@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include "../config.hpp"
 #include "../error.hpp"
 
 namespace dl::utils {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "../../config.hpp"
 #include "../../ops/dropout.hpp"
 #include "../../tensor.hpp"
 

@@ -11,6 +11,7 @@
 #include <limits>
 #include <string_view>
 
+#include "../../config.hpp"
 #include "../../ops/cross_entropy.hpp"
 #include "softmax.hpp"
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../../config.hpp"
 #include "../../ops/kernel_backward.hpp"
 #include "../../ops/normalization.hpp"
 #include "../../tensor.hpp"

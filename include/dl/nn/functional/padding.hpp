@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../../config.hpp"
 #include "../../ops/pad.hpp"
 #include "../../tensor.hpp"
 

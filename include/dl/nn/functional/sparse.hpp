@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "../../config.hpp"
 #include "../../ops/embedding.hpp"
 #include "../../tensor.hpp"
 
