@@ -236,6 +236,9 @@ TEST_CASE("kl_divergence against PyTorch") {
   kl_check(D::kl_divergence(uni, u2), "kl/uniform_uniform");
   kl_check(D::kl_divergence(bern, bl), "kl/bernoulli_bernoulli");
   kl_check(D::kl_divergence(D::Binomial(10, vec({0.1, 0.5, 0.85})), D::Binomial(10, vec({0.3, 0.3, 0.3}))), "kl/binomial_binomial");
+  // PyTorch has no closed form either when q has more trials than p (NotImplementedError there).
+  CHECK(error_of([&] { (void)D::kl_divergence(D::Binomial(10, vec({0.1})), D::Binomial(12, vec({0.3}))); }) ==
+        "KL between Binomials where q.total_count > p.total_count is not implemented");
   kl_check(D::kl_divergence(D::Categorical(dl::tensor<double>({{0.1, 0.2, 0.7}, {0.5, 0.25, 0.25}})),
                             D::Categorical(dl::tensor<double>({{0.3, 0.3, 0.4}, {0.2, 0.2, 0.6}}))),
            "kl/categorical_categorical");

@@ -52,7 +52,6 @@ inline TensorImplPtr owned_grad(TensorImplPtr g) {
   return grad_ops(g->dtype).clone(g);
 }
 
-
 /// Evaluates an expression one op at a time, each op a recorded single-op node. The create_graph
 /// path uses it: a fused node for an adjoint expression would have an adjoint expression of its
 /// own, and so on without end; single-op nodes form a finite set of types.
@@ -124,8 +123,8 @@ DL_API void check_grad_shape(const Node& producer, size_t index, const TensorImp
   DL_CHECK(g->shape == expected, "Function ", producer.name(), " returned an invalid gradient at index ", index,
            " - got ", g->shape, " but expected shape compatible with ", expected);
 }
-
 #endif  // DL_HEADER_ONLY
+
 }  // namespace detail
 
 #if DL_HEADER_ONLY
@@ -145,7 +144,6 @@ DL_API std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPt
   }
   return {};
 }
-
 #endif  // DL_HEADER_ONLY
 
 }  // namespace autograd
