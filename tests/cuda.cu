@@ -314,6 +314,113 @@ TEST_CASE("autograd on the GPU: fused backward against the CPU") {
   CHECK(max_rel_diff(gq.grad(), q.grad()) < 1e-4);
 }
 
+TEST_CASE("indexing and joining ops against the CPU") {
+  dl::manual_seed(11);
+  const auto x = dl::randn({6, 5, 4});
+  const auto g = x.cuda();
+  // Joining: the result stays on the device.
+  const dl::Tensor<float> g2 = g * 2.0f, x2 = x * 2.0f;
+  CHECK(dl::cat({g, g2}, 1).is_cuda());
+  CHECK(max_rel_diff(dl::cat({g, g2}, 1), dl::cat({x, x2}, 1)) == 0);
+  CHECK(max_rel_diff(dl::stack({g, g}, 2), dl::stack({x, x}, 2)) == 0);
+  CHECK(max_rel_diff(g.repeat({2, 1, 3}), x.repeat({2, 1, 3})) == 0);
+  // gather / scatter / scatter_add, with negative and repeated indices, strided operands.
+  const auto idx = dl::randint(-5, 5, {6, 3, 4});
+  CHECK(max_rel_diff(dl::gather(g, 1, idx.cuda()), dl::gather(x, 1, idx)) == 0);
+  CHECK(max_rel_diff(dl::gather(g.transpose(0, 2), 1, idx.permute({2, 1, 0}).contiguous().cuda()),
+                     dl::gather(x.transpose(0, 2), 1, idx.permute({2, 1, 0}).contiguous())) == 0);
+  const auto perm = dl::randperm(5).reshape({1, 5, 1}).expand({6, 5, 4}).contiguous();  // no duplicates
+  const auto src = dl::randn({6, 5, 4});
+  CHECK(max_rel_diff(dl::scatter(g, 1, perm.cuda(), src.cuda()), dl::scatter(x, 1, perm, src)) == 0);
+  CHECK(max_rel_diff(dl::scatter(g, 1, perm.cuda(), 2.5f), dl::scatter(x, 1, perm, 2.5f)) == 0);
+  CHECK(max_rel_diff(dl::scatter_add(g, 1, idx.cuda(), src.cuda()), dl::scatter_add(x, 1, idx, src)) < 1e-5);
+  auto inplace = g.clone();
+  inplace.scatter_add_(1, idx.cuda(), src.cuda());
+  CHECK(max_rel_diff(inplace, dl::scatter_add(x, 1, idx, src)) < 1e-5);
+  auto ints = dl::zeros<int64_t>({4}, kGpu);
+  ints.scatter_add_(0, dl::tensor<int64_t>({0, 0, 3, 0}).cuda(), dl::tensor<int64_t>({1, 2, 3, 4}).cuda());
+  CHECK(dl::equal(ints.cpu(), dl::tensor<int64_t>({7, 0, 0, 3})));
+  // index_select / index_add / index_copy / index_fill.
+  const auto sel = dl::tensor<int64_t>({3, 0, -1, 3});
+  for (int d = 0; d < 3; ++d) {
+    CHECK(max_rel_diff(dl::index_select(g, d, sel.cuda()), dl::index_select(x, d, sel)) == 0);
+    CHECK(max_rel_diff(dl::index_fill(g, d, sel.cuda(), -7.0f), dl::index_fill(x, d, sel, -7.0f)) == 0);
+  }
+  const auto rows = dl::randn({6, 4, 4});
+  CHECK(max_rel_diff(dl::index_add(g, 1, sel.cuda(), rows.cuda(), 0.5f), dl::index_add(x, 1, sel, rows, 0.5f)) < 1e-6);
+  const auto distinct = dl::tensor<int64_t>({4, 1, 0});
+  const auto rows3 = dl::randn({6, 3, 4});
+  CHECK(max_rel_diff(dl::index_copy(g, 1, distinct.cuda(), rows3.cuda()), dl::index_copy(x, 1, distinct, rows3)) == 0);
+  // Advanced indexing, index_put, nonzero, masked_select, put_.
+  const auto i0 = dl::tensor<int64_t>({{0, 5}, {-1, 2}}), i1 = dl::tensor<int64_t>({1, 4});
+  CHECK(max_rel_diff(dl::index(g, {i0.cuda(), i1.cuda()}), dl::index(x, {i0, i1})) == 0);
+  CHECK(max_rel_diff(dl::index(g.permute({2, 0, 1}), {i1.cuda()}), dl::index(x.permute({2, 0, 1}), {i1})) == 0);
+  const auto vals = dl::randn({2, 2, 4});
+  CHECK(max_rel_diff(dl::index_put(g, {i0.cuda(), i1.cuda()}, vals.cuda()), dl::index_put(x, {i0, i1}, vals)) == 0);
+  const auto dup = dl::tensor<int64_t>({1, 1, 2});
+  CHECK(max_rel_diff(dl::index_put(g, {dup.cuda()}, dl::ones({4}).cuda(), true), dl::index_put(x, {dup}, dl::ones({4}), true)) < 1e-6);
+  CHECK(dl::equal(dl::nonzero(g > 0.5f).cpu(), dl::nonzero(x > 0.5f)));
+  const auto big = dl::randn({3, 70000});  // several compaction tiles
+  CHECK(dl::equal(dl::nonzero(big.cuda() > 1.0f).cpu(), dl::nonzero(big > 1.0f)));
+  CHECK(dl::nonzero(dl::zeros({5}, kGpu)).shape() == dl::Shape{0, 1});
+  CHECK(max_rel_diff(dl::masked_select(g, g > 0.0f), dl::masked_select(x, x > 0.0f)) == 0);
+  const dl::Tensor<bool> gm = g > 0.0f, xm = x > 0.0f;  // a mask broadcast over dim 0
+  CHECK(max_rel_diff(dl::masked_select(g, gm.slice(0, 0, 1)), dl::masked_select(x, xm.slice(0, 0, 1))) == 0);
+  auto flat = g.clone(), flat_cpu = x.clone();
+  dl::put_(flat, dl::tensor<int64_t>({0, 7}).cuda(), dl::tensor<float>({1.0f, 2.0f}).cuda());
+  dl::put_(flat_cpu, dl::tensor<int64_t>({0, 7}), dl::tensor<float>({1.0f, 2.0f}));
+  CHECK(max_rel_diff(flat, flat_cpu) == 0);
+  // max/min/argmax/argmin along a dim: short dims (a thread per output), long ones (a block),
+  // NaN and ties as the CPU.
+  for (const dl::Shape& s : {dl::Shape{300, 7}, dl::Shape{3, 5000}, dl::Shape{20000}}) {
+    const auto t = dl::randint(0, 50, s).to<float>();  // many ties
+    const auto gt = t.cuda();
+    for (int d = 0; d < t.dim(); ++d) {
+      const auto a = dl::max(t, d), b = dl::max(gt, d);
+      CHECK(max_rel_diff(b.values, a.values) == 0);
+      CHECK(dl::equal(b.indices.cpu(), a.indices));
+      CHECK(dl::equal(dl::argmin(gt, d).cpu(), dl::argmin(t, d)));
+      CHECK(dl::equal(dl::min(gt, d, true).indices.cpu(), dl::min(t, d, true).indices));
+    }
+    CHECK(dl::argmax(gt).item() == dl::argmax(t).item());
+  }
+  auto withnan = dl::randn({4, 300});
+  withnan.at(2, 100) = std::nanf("");
+  CHECK(dl::equal(dl::argmax(withnan.cuda(), 1).cpu(), dl::argmax(withnan, 1)));
+  CHECK(dl::equal(dl::argmax(dl::tensor<int64_t>({3, 9, 9, 1}).cuda()).cpu(), dl::argmax(dl::tensor<int64_t>({3, 9, 9, 1}))));
+  // Errors: out-of-range indices name the index, dim and size; devices must agree.
+  CHECK(error_of([&] { (void)dl::gather(g, 1, dl::full<int64_t>({6, 1, 4}, 9).cuda()); })
+            .find("gather: index 9 is out of bounds for dimension 1 with size 5") != std::string::npos);
+  CHECK(error_of([&] { (void)dl::index_select(g, 0, dl::tensor<int64_t>({6}).cuda()); })
+            .find("index 6 is out of bounds for dimension 0 with size 6") != std::string::npos);
+  CHECK(error_of([&] { (void)dl::index(g, {dl::tensor<int64_t>({0}).cuda(), dl::tensor<int64_t>({-6}).cuda()}); })
+            .find("index -6 is out of bounds for dimension 1 with size 5") != std::string::npos);
+  CHECK(error_of([&] { (void)dl::gather(g, 1, idx); }).find("Expected all tensors to be on the same device") != std::string::npos);
+  CHECK(error_of([&] { (void)dl::cat({g, x}); }).find("cuda:0 and cpu") != std::string::npos);
+  CHECK(error_of([&] { (void)dl::index_add(dl::zeros<uint8_t>({3}, kGpu), 0, dl::tensor<int64_t>({0}).cuda(), dl::ones<uint8_t>({1}, kGpu)); })
+            .find("accumulating on CUDA is supported for float, double, int32 and int64") != std::string::npos);
+}
+
+TEST_CASE("gradients of indexing ops on the GPU against the CPU") {
+  dl::manual_seed(12);
+  const auto x0 = dl::randn({5, 6});
+  auto a = x0.clone().requires_grad_(), ga = x0.cuda().requires_grad_();
+  const auto idx = dl::randint(0, 6, {5, 3}), sel = dl::tensor<int64_t>({4, 0, 4});
+  const auto i0 = dl::tensor<int64_t>({1, 1, 3});
+  const auto w = dl::randn({5, 3});
+  auto loss = [&](const dl::Tensor<float>& t, bool gpu) {
+    auto dev = [&](const auto& u) { return gpu ? u.cuda() : u; };
+    dl::Tensor<float> l = dl::sum(dl::gather(t, 1, dev(idx)) * dev(w)) + dl::sum(dl::index_select(t, 1, dev(sel)) * dev(w)) +
+                          dl::sum(dl::index(t, {dev(i0)})) + dl::sum(dl::max(t, 1).values) +
+                          dl::sum(dl::cat({t, dl::Tensor<float>(t * 3.0f)}, 0) * dl::cat({t, t}, 0));
+    return l;
+  };
+  loss(a, false).backward();
+  loss(ga, true).backward();
+  CHECK(ga.grad().is_cuda());
+  CHECK(max_rel_diff(ga.grad(), a.grad()) < 1e-5);
+}
+
 TEST_CASE("matrix products through cuBLAS") {
   dl::manual_seed(4);
   const auto a = dl::randn({64, 48}), b = dl::randn({48, 80});
@@ -330,6 +437,26 @@ TEST_CASE("matrix products through cuBLAS") {
   CHECK(max_rel_diff(dl::dot(v.cuda(), v.cuda()), dl::dot(v, v)) < 1e-5);
   const auto bias = dl::randn({80});
   CHECK(max_rel_diff(dl::addmm(bias.cuda(), a.cuda(), b.cuda(), 0.5, 2.0), dl::addmm(bias, a, b, 0.5, 2.0)) < 1e-5);
+  // addmv, baddbmm, addbmm (values and gradients against the CPU).
+  const auto self_v = dl::randn({64}), self_b = dl::randn({1, 80}), self_bb = dl::randn({5, 64, 1});
+  CHECK(max_rel_diff(dl::addmv(self_v.cuda(), a.cuda(), v.cuda(), 0.5, 2.0), dl::addmv(self_v, a, v, 0.5, 2.0)) < 1e-5);
+  const auto xb = dl::randn({5, 64, 48}), yb2 = dl::randn({5, 48, 80});
+  CHECK(max_rel_diff(dl::addbmm(self_b.cuda(), xb.cuda(), yb2.cuda(), 0.5, 2.0), dl::addbmm(self_b, xb, yb2, 0.5, 2.0)) < 1e-5);
+  CHECK(max_rel_diff(dl::addbmm(self_b.cuda(), xb.cuda(), yb2.cuda(), 0.0, 1.0), dl::addbmm(self_b, xb, yb2, 0.0, 1.0)) < 1e-5);
+  CHECK(max_rel_diff(dl::baddbmm(self_bb.cuda(), xb.cuda(), y.cuda(), 0.5, 2.0), dl::baddbmm(self_bb, xb, y, 0.5, 2.0)) < 1e-5);
+  {
+    auto s1 = self_v.clone().requires_grad_(), m1 = a.clone().requires_grad_(), v1 = v.clone().requires_grad_();
+    auto s2 = self_v.cuda().requires_grad_(), m2 = a.cuda().requires_grad_(), v2 = v.cuda().requires_grad_();
+    dl::sum(dl::addmv(s1, m1, v1, 0.5, 2.0) * dl::addmv(s1, m1, v1, 0.5, 2.0)).backward();
+    dl::sum(dl::addmv(s2, m2, v2, 0.5, 2.0) * dl::addmv(s2, m2, v2, 0.5, 2.0)).backward();
+    CHECK(max_rel_diff(s2.grad(), s1.grad()) < 1e-4);
+    CHECK(max_rel_diff(m2.grad(), m1.grad()) < 1e-4);
+    CHECK(max_rel_diff(v2.grad(), v1.grad()) < 1e-4);
+    auto p1 = xb.clone().requires_grad_(), p2 = xb.cuda().requires_grad_();
+    dl::sum(dl::addbmm(self_b, p1, yb2)).backward();
+    dl::sum(dl::addbmm(self_b.cuda(), p2, yb2.cuda())).backward();
+    CHECK(max_rel_diff(p2.grad(), p1.grad()) < 1e-4);
+  }
   const auto ad = dl::randn<double>({30, 20}), bd = dl::randn<double>({20, 10});
   CHECK(max_rel_diff(dl::mm(ad.cuda(), bd.cuda()), dl::mm(ad, bd)) < 1e-12);
   // TF32 is off by default: float products are exact to float rounding.

@@ -141,3 +141,101 @@ TEST_CASE("operand layouts handed to cuBLAS") {
   rs = 1, cs = 9;
   CHECK(cublas_layout(4, 1, rs, cs));  // one column
 }
+
+namespace {
+
+/// Runs an indexed copy on the CPU the way dl/cuda/indexing.hpp's kernel does: element j of the
+/// space through index_offsets. Returns the first bad index ("" when none), as the kernel reports it.
+template <class T>
+std::string run_like_the_kernel(dl::detail::IndexMode mode, const dl::detail::IndexGeometry& g, T* indexed, T* dense, T value) {
+  for (int64_t j = 0; j < g.numel; ++j) {
+    int64_t od = 0, oi = 0, bad = 0;
+    int which = 0;
+    if (!dl::detail::index_offsets(g, j, &od, &oi, &which, &bad))
+      return dl::detail::cat("index ", bad, " is out of bounds for dimension ", g.dim_of[which], " with size ", g.bound[which]);
+    if (mode == dl::detail::IndexMode::Gather) dense[od] = indexed[oi];
+    else if (mode == dl::detail::IndexMode::Assign) indexed[oi] = dense ? dense[od] : value;
+    else indexed[oi] += dense ? dense[od] : value;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the addressing of the GPU's indexed copies (gather, scatter, index_*, x[idx...])") {
+  using dl::detail::IndexMode;
+  dl::manual_seed(21);
+  const auto x = dl::randn({6, 5, 4});
+  const auto xt = x.transpose(0, 2);  // strided operand
+  const auto idx = dl::randint(-5, 5, {6, 3, 4});
+  for (const auto& in : {x, xt.contiguous().transpose(0, 2)}) {
+    // gather along each dim.
+    for (int d = 0; d < 3; ++d) {
+      const auto i = dl::randint(-in.size(d), in.size(d), {3, 2, 2});
+      auto out = dl::empty({3, 2, 2});
+      CHECK(run_like_the_kernel(IndexMode::Gather, dl::detail::dim_geometry(in, d, i, &out.strides()), in.data(), out.data(), 0.0f) == "");
+      CHECK(dl::equal(out, dl::gather(in, d, i)));
+    }
+  }
+  // scatter_add with a larger, strided source; scatter of a value.
+  const auto src = dl::randn({4, 7, 6}).permute({2, 0, 1});  // [6, 4, 7]: larger than idx in dims 1, 2
+  auto acc = x.clone();
+  const auto i3 = idx.slice(1, 0, 3);
+  CHECK(run_like_the_kernel(IndexMode::Add, dl::detail::dim_geometry(acc, 1, i3, &src.strides()), acc.data(), src.data(), 0.0f) == "");
+  CHECK(dl::allclose(acc, dl::scatter_add(x, 1, i3, src), 1e-6, 1e-6));
+  auto filled = x.clone();
+  const auto i4 = dl::randint(-4, 4, {6, 3, 2});
+  CHECK(run_like_the_kernel(IndexMode::Assign, dl::detail::dim_geometry(filled, 2, i4, nullptr), filled.data(),
+                            static_cast<float*>(nullptr), 3.0f) == "");
+  CHECK(dl::equal(filled, dl::scatter(x, 2, i4, 3.0f)));
+  // index_select through a broadcast 1-d index, and index_add with a factor-free source.
+  const auto sel = dl::tensor<int64_t>({3, 0, -1, 3});
+  for (int d = 0; d < 3; ++d) {
+    dl::Shape shape = x.shape();
+    shape[d] = 4;
+    auto out = dl::empty(shape);
+    const auto over = dl::detail::slice_index_over(sel, d, shape);
+    CHECK(run_like_the_kernel(IndexMode::Gather, dl::detail::dim_geometry(x, d, over, &out.strides()), x.data(), out.data(), 0.0f) == "");
+    CHECK(dl::equal(out, dl::index_select(x, d, sel)));
+    const auto rows = dl::randn(shape);
+    auto added = x.clone();
+    CHECK(run_like_the_kernel(IndexMode::Add, dl::detail::dim_geometry(added, d, over, &rows.strides()), added.data(), rows.data(), 0.0f) == "");
+    CHECK(dl::allclose(added, dl::index_add(x, d, sel, rows), 1e-6, 1e-6));
+  }
+  // Advanced indexing: two broadcast index tensors over the leading dims of a permuted tensor.
+  const auto xp = x.permute({1, 0, 2});  // [5, 6, 4]
+  const auto i0 = dl::tensor<int64_t>({{0, 4}, {-1, 2}}), i1 = dl::tensor<int64_t>({1, -6});
+  {
+    dl::Shape bshape{2, 2};
+    const auto expected = dl::index(xp, {i0, i1});
+    auto out = dl::empty(expected.shape());
+    CHECK(run_like_the_kernel(IndexMode::Gather, dl::detail::advanced_geometry(xp, {i0, i1}, bshape, &out.strides()), xp.data(),
+                              out.data(), 0.0f) == "");
+    CHECK(dl::equal(out, expected));
+    const auto v = dl::randn({4}).expand({2, 2, 4});
+    auto put = xp.contiguous();
+    CHECK(run_like_the_kernel(IndexMode::Assign, dl::detail::advanced_geometry(put, {i0, i1}, bshape, &v.strides()), put.data(),
+                              v.data(), 0.0f) == "");
+    CHECK(dl::equal(put, dl::index_put(xp, {i0, i1}, v)));
+  }
+  // Bad indices are reported as the kernel reports them.
+  auto out = dl::empty({6, 1, 4});
+  CHECK(run_like_the_kernel(IndexMode::Gather, dl::detail::dim_geometry(x, 1, dl::full<int64_t>({6, 1, 4}, 5), &out.strides()),
+                            x.data(), out.data(), 0.0f) == "index 5 is out of bounds for dimension 1 with size 5");
+  {
+    dl::Shape bshape{1};
+    auto o = dl::empty({1, 4});
+    CHECK(run_like_the_kernel(IndexMode::Gather,
+                              dl::detail::advanced_geometry(x, {dl::tensor<int64_t>({0}), dl::tensor<int64_t>({-6})}, bshape, &o.strides()),
+                              x.data(), o.data(), 0.0f) == "index -6 is out of bounds for dimension 1 with size 5");
+  }
+  // A GPU tensor without the CUDA index kernels in the program: a clear error (no GPU needed to
+  // reach it: the hooks are checked first).
+  std::string msg;
+  try {
+    (void)dl::detail::index_hooks_for(dl::Device(dl::kCUDA, 0));
+  } catch (const dl::Error& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("the CUDA indexing kernels are not in this program") != std::string::npos);
+}

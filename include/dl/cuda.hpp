@@ -75,6 +75,8 @@ inline const bool hooks_installed = install_hooks();
 }  // namespace dl::cuda
 
 #if defined(__CUDACC__)
+#include "cuda/indexing.hpp"
+
 // The kernels dl's own code paths evaluate on CUDA tensors (fills, copies, casts, gradient
 // accumulation, scaling, sums), registered by every .cu file that includes this header so that
 // host-only translation units can run them too.

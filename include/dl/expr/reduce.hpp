@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "../autograd/graph.hpp"
+#include "../ops/index_geometry.hpp"
 #include "reduce_fwd.hpp"
 #include "reduce_kernels.hpp"
 
@@ -229,8 +230,21 @@ MaxResult<T> arg_reduce(const Tensor<T>& input, int64_t dim, bool keepdim, const
   for (int i = d + 1; i < nd; ++i) inner *= shape[i];
   const uint32_t mask = nd ? 1u << d : 0u;
   const Shape keep = reduced_shape(shape, mask, true);
-  auto vals = make_impl(dtype_of<T>, keep);
-  auto idxs = make_impl(ScalarType::Int64, keep);
+  auto vals = make_impl(dtype_of<T>, keep, x.device());
+  auto idxs = make_impl(ScalarType::Int64, keep, x.device());
+  auto finish = [&] {
+    if (!keepdim) {
+      const Shape out = reduced_shape(shape, mask, false);
+      vals->shape = idxs->shape = out;
+      vals->strides = idxs->strides = contiguous_strides(out);
+    }
+    return MaxResult<T>{Tensor<T>(vals), Tensor<int64_t>(idxs)};
+  };
+  if (x.device().is_cuda()) {
+    index_hooks_for(x.device()).arg_reduce(dtype_of<T>, x.device().index, IsMax, x.data_ptr(), outer, R, inner, vals->data(),
+                                           static_cast<int64_t*>(idxs->data()));
+    return finish();
+  }
   T* v = static_cast<T*>(vals->data());
   int64_t* ix = static_cast<int64_t*>(idxs->data());
   const T* src = x.data();
@@ -259,12 +273,7 @@ MaxResult<T> arg_reduce(const Tensor<T>& input, int64_t dim, bool keepdim, const
           }
     }
   });
-  if (!keepdim) {
-    const Shape out = reduced_shape(shape, mask, false);
-    vals->shape = idxs->shape = out;
-    vals->strides = idxs->strides = contiguous_strides(out);
-  }
-  return {Tensor<T>(vals), Tensor<int64_t>(idxs)};
+  return finish();
 }
 
 /// max(dim)/min(dim) backward: the gradient goes to the selected index.
@@ -282,6 +291,12 @@ class IndexReduceBackward : public autograd::Node {
     const uint32_t mask = 1u << dim_;
     const Tensor<int64_t> idx = unsqueeze_reduced(saved, in_, mask, keepdim_);
     const Tensor<T> g = unsqueeze_reduced(Tensor<T>(grads[0]), in_, mask, keepdim_);
+    // On a GPU: the gradient scattered to the selected indices (differentiable as well).
+    if (g.device().is_cuda()) {
+      Tensor<T> zero(make_impl(dtype_of<T>, in_, g.device()));
+      zero.zero_();
+      return {zero.scatter(dim_, idx, g).impl()};
+    }
     Shape along = Dims::filled(in_.size(), 1);
     along[dim_] = in_[dim_];
     auto iota = make_impl(ScalarType::Int64, along);

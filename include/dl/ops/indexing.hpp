@@ -8,7 +8,9 @@
 #include <initializer_list>
 #include <vector>
 
+#include "../deterministic.hpp"
 #include "../tensor.hpp"
+#include "index_geometry.hpp"
 #include "kernel_backward.hpp"
 
 namespace dl {
@@ -163,6 +165,95 @@ void check_index_dims(const Tensor<T>& x, const Tensor<int64_t>& index, int d, c
                " expected index ", index.shape(), " to be smaller than self ", x.shape(), " apart from dimension ", d);
 }
 
+/// PyTorch's error for operands on different devices.
+template <class... Ts>
+void check_devices(const char* what, const Ts&... ts) {
+  const Device first = [](const auto& t, const auto&...) { return t.device(); }(ts...);
+  auto one = [&](const auto& t) {
+    DL_CHECK(t.device() == first, "Expected all tensors to be on the same device, but found at least two devices, ",
+             first, " and ", t.device(), "! (when checking arguments for ", what, ")");
+  };
+  (one(ts), ...);
+}
+
+/// The geometry of gather / scatter along d (index_geometry.hpp): the space is index's shape,
+/// `dense` the strides of the other operand over it (null: a scalar).
+template <class T>
+IndexGeometry dim_geometry(const Tensor<T>& x, int d, const Tensor<int64_t>& index, const Strides* dense) {
+  IndexGeometry g;
+  g.nd = index.dim();
+  g.numel = index.numel();
+  for (int k = 0; k < g.nd; ++k) {
+    g.size[k] = index.shape()[k];
+    g.dense[k] = dense ? (*dense)[k] : 0;
+    g.base[k] = (x.dim() && k != d) ? x.strides()[k] : 0;
+    g.idx_stride[0][k] = index.strides()[k];
+  }
+  g.nidx = 1;
+  g.idx[0] = index.data_ptr();
+  g.bound[0] = x.dim() ? x.shape()[d] : 1;
+  g.step[0] = x.dim() ? x.strides()[d] : 0;
+  g.dim_of[0] = d;
+  return g;
+}
+
+/// The geometry of x[idx...] (advanced indexing): idx broadcast to bshape address x's leading
+/// dims; the space is bshape followed by x's remaining dims.
+template <class T>
+IndexGeometry advanced_geometry(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& idx, const Shape& bshape,
+                                const Strides* dense) {
+  const int m = idx.size(), nb = bshape.size(), nd = nb + x.dim() - m;
+  DL_CHECK(nd <= kMaxDims, "index: the indexing result would have ", nd, " dims; at most ", kMaxDims, " are supported");
+  IndexGeometry g;
+  g.nd = nd;
+  g.nidx = m;
+  for (int k = 0; k < nd; ++k) {
+    g.size[k] = k < nb ? bshape[k] : x.shape()[m + k - nb];
+    g.base[k] = k < nb ? 0 : x.strides()[m + k - nb];
+    g.dense[k] = dense ? (*dense)[k] : 0;
+    g.numel *= g.size[k];
+  }
+  for (int i = 0; i < m; ++i) {
+    const Tensor<int64_t> e = idx[i].expand(bshape);
+    g.idx[i] = e.data_ptr();
+    for (int k = 0; k < nb; ++k) g.idx_stride[i][k] = e.strides()[k];
+    g.bound[i] = x.shape()[i];
+    g.step[i] = x.strides()[i];
+    g.dim_of[i] = i;
+  }
+  return g;
+}
+
+/// Runs an indexed copy on the GPU (value: a scalar for Assign/Add without a dense operand, or a
+/// factor applied to the dense operand of an Add).
+template <class T>
+void device_indexed_copy(IndexMode mode, const IndexGeometry& g, const Tensor<T>& indexed, const Tensor<T>* dense,
+                         const T* value, const char* what) {
+  if (g.numel == 0) return;
+  if (mode == IndexMode::Add) alert_not_deterministic(cat(what, " on CUDA (atomic adds)"));
+  index_hooks_for(indexed.device())
+      .indexed_copy(dtype_of<T>, indexed.device().index, mode, g, indexed.data_ptr(), dense ? dense->data_ptr() : nullptr,
+                    value, what);
+}
+
+/// The 1-d index of an index_* op as an index tensor over `shape` (its entries along d, broadcast
+/// over the other dims), for the GPU's indexed copy.
+inline Tensor<int64_t> slice_index_over(const Tensor<int64_t>& idx, int d, const Shape& shape) {
+  if (shape.size() == 0) return idx.reshape({});
+  Shape one = Dims::filled(shape.size(), 1);
+  one[d] = idx.numel();
+  return idx.view(one).expand(shape);
+}
+
+struct AssignOp {
+  template <class T>
+  void operator()(T& o, T v) const { o = v; }
+};
+struct AddOp {
+  template <class T>
+  void operator()(T& o, T v) const { o += v; }
+};
+
 /// Core of scatter/scatter_add on raw memory: for each index position p, out[p with p[d] =
 /// index[p]] (op)= src[p]. `src` null means `value`.
 template <class T, class Op>
@@ -170,6 +261,13 @@ void scatter_kernel(const Tensor<T>& out, int d, const Tensor<int64_t>& index, c
                     const char* what) {
   check_index_dims(out, index, d, what);
   if (src) check_index_dims(*src, index, d, what, true);
+  if (out.device().is_cuda() || index.device().is_cuda() || (src && src->device().is_cuda())) {
+    check_devices(what, out, index);
+    if (src) check_devices(what, out, *src);
+    constexpr IndexMode mode = std::is_same_v<Op, AddOp> ? IndexMode::Add : IndexMode::Assign;
+    device_indexed_copy(mode, dim_geometry(out, d, index, src ? &src->strides() : nullptr), out, src, src ? nullptr : &value, what);
+    return;
+  }
   const Tensor<int64_t> idx = index.contiguous();
   const int64_t n = out.dim() ? out.shape()[d] : 1;
   int64_t i = 0;
@@ -181,14 +279,6 @@ void scatter_kernel(const Tensor<T>& out, int d, const Tensor<int64_t>& index, c
   });
 }
 
-struct AssignOp {
-  template <class T>
-  void operator()(T& o, T v) const { o = v; }
-};
-struct AddOp {
-  template <class T>
-  void operator()(T& o, T v) const { o += v; }
-};
 
 /// x with the scatter written into a copy (not recorded).
 template <class T, class Op>
@@ -206,7 +296,7 @@ template <class T>
 Tensor<T> src_grad(const Tensor<T>& g, int d, const Tensor<int64_t>& index, const Shape& src_shape) {
   Tensor<T> read = gather(g, d, index);
   if (read.shape() == src_shape) return read;
-  Tensor<T> out = zeros<T>(src_shape);
+  Tensor<T> out = zeros<T>(src_shape, g.device());
   Tensor<T> corner = out;
   for (int a = 0; a < read.dim(); ++a) corner = corner.narrow(a, 0, read.shape()[a]);
   corner.copy_(read);
@@ -217,6 +307,7 @@ template <class T>
 Tensor<int64_t> slice_index_check(const Tensor<int64_t>& index, int64_t size, int d, const char* what) {
   DL_CHECK(index.dim() <= 1, what, "(): Index is supposed to be a vector (got shape ", index.shape(), ")");
   Tensor<int64_t> idx = index.reshape({-1}).contiguous();
+  if (idx.device().is_cuda()) return idx;  // checked by the kernel
   for (int64_t i = 0; i < idx.numel(); ++i) (void)checked_index(idx.data()[i], size, d, what);
   return idx;
 }
@@ -230,6 +321,26 @@ void index_slices(const Tensor<T>& x, int d, const Tensor<int64_t>& idx, const T
     Tensor<T> dst = x.select(d, k);
     op(dst, source ? source->select(d, i) : Tensor<T>());
   }
+}
+
+/// index_add/index_copy/index_fill on the GPU: one indexed copy over source's shape (or, for a
+/// fill, x's shape with idx.numel() slices along d).
+template <class T>
+void device_index_slices(IndexMode mode, const Tensor<T>& x, int d, const Tensor<int64_t>& idx, const Tensor<T>* source,
+                         const T* value, const char* what) {
+  check_devices(what, x, idx);
+  Shape space = x.shape();
+  if (source) {
+    check_devices(what, x, *source);
+    space = source->shape();
+    for (int a = 0; a < x.dim(); ++a)
+      DL_CHECK(a == d || space[a] == x.shape()[a], what, "_(): source shape ", space, " must match self ", x.shape(),
+               " apart from dimension ", d);
+  } else if (x.dim()) {
+    space[d] = idx.numel();
+  }
+  device_indexed_copy(mode, dim_geometry(x, d, slice_index_over(idx, d, space), source ? &source->strides() : nullptr), x,
+                      source, value, what);
 }
 
 }  // namespace detail
@@ -252,13 +363,15 @@ Tensor<T> cat(const std::vector<Tensor<T>>& tensors, int64_t dim) {
   shape[d] = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& t = parts[i];
+    DL_CHECK(t.device() == ref.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
+             ref.device(), " and ", t.device(), "! (when checking argument for argument tensors in method wrapper_cat)");
     DL_CHECK(t.dim() == ref.dim(), "Tensors must have same number of dimensions: got ", ref.dim(), " and ", t.dim());
     for (int a = 0; a < ref.dim(); ++a)
       DL_CHECK(a == d || t.shape()[a] == ref.shape()[a], "Sizes of tensors must match except in dimension ", d,
                ". Expected size ", ref.shape()[a], " but got size ", t.shape()[a], " for tensor number ", i, " in the list.");
     shape[d] += t.shape()[d];
   }
-  Tensor<T> out = empty<T>(shape);
+  Tensor<T> out = empty<T>(shape, ref.device());
   std::vector<int64_t> sizes;
   {
     NoGradGuard no_grad;
@@ -327,19 +440,25 @@ template <scalar_type T>
 Tensor<T> gather(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& index) {
   const int d = wrap_dim(dim, x.dim(), "gather");
   detail::check_index_dims(x, index, d, "gather");
-  Tensor<T> out = empty<T>(index.shape());
+  detail::check_devices("gather", x, index);
+  Tensor<T> out = empty<T>(index.shape(), x.device());
   const Tensor<int64_t> idx = index.contiguous();
-  const int64_t n = x.dim() ? x.shape()[d] : 1;
-  int64_t i = 0;
-  detail::for_each_index(idx.shape(), [&](const int64_t* p) {
-    const int64_t k = detail::checked_index(idx.data()[i], n, d, "gather");
-    int64_t o = 0;
-    for (int a = 0; a < x.dim(); ++a) o += (a == d ? k : p[a]) * x.strides()[a];
-    out.data()[i++] = x.data()[o];
-  });
+  if (x.device().is_cuda()) {
+    detail::device_indexed_copy(detail::IndexMode::Gather, detail::dim_geometry(x, d, idx, &out.strides()), x, &out,
+                                static_cast<const T*>(nullptr), "gather");
+  } else {
+    const int64_t n = x.dim() ? x.shape()[d] : 1;
+    int64_t i = 0;
+    detail::for_each_index(idx.shape(), [&](const int64_t* p) {
+      const int64_t k = detail::checked_index(idx.data()[i], n, d, "gather");
+      int64_t o = 0;
+      for (int a = 0; a < x.dim(); ++a) o += (a == d ? k : p[a]) * x.strides()[a];
+      out.data()[i++] = x.data()[o];
+    });
+  }
   const Shape in = x.shape();
   return detail::with_grad(out, "GatherBackward", [in, d, idx](const Tensor<T>& g) {
-    return std::vector<TensorImplPtr>{scatter_add(zeros<T>(in), d, idx, g).impl()};
+    return std::vector<TensorImplPtr>{scatter_add(zeros<T>(in, g.device()), d, idx, g).impl()};
   }, {idx.impl()}, x);
 }
 
@@ -384,8 +503,13 @@ Tensor<T> index_select(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& i
   const Tensor<int64_t> idx = detail::slice_index_check<T>(index, n, d, "index_select");
   Shape shape = x.shape();
   if (x.dim()) shape[d] = idx.numel();
-  Tensor<T> out = empty<T>(shape);
-  {
+  detail::check_devices("index_select", x, index);
+  Tensor<T> out = empty<T>(shape, x.device());
+  if (x.device().is_cuda()) {
+    detail::device_indexed_copy(detail::IndexMode::Gather,
+                                detail::dim_geometry(x, d, detail::slice_index_over(idx, d, shape), &out.strides()), x,
+                                &out, static_cast<const T*>(nullptr), "index_select");
+  } else {
     NoGradGuard no_grad;
     if (x.dim() == 0) out.copy_(x);
     for (int64_t i = 0; i < idx.numel() && x.dim(); ++i) {
@@ -395,7 +519,7 @@ Tensor<T> index_select(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& i
   }
   const Shape in = x.shape();
   return detail::with_grad(out, "IndexSelectBackward", [in, d, idx](const Tensor<T>& g) {
-    return std::vector<TensorImplPtr>{index_add(zeros<T>(in), d, idx, g).impl()};
+    return std::vector<TensorImplPtr>{index_add(zeros<T>(in, g.device()), d, idx, g).impl()};
   }, {idx.impl()}, x);
 }
 
@@ -409,7 +533,8 @@ Tensor<T> index_add(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& inde
   {
     NoGradGuard no_grad;
     out = x.clone();
-    detail::index_slices(out, d, idx, &source, [&](Tensor<T>& dst, const Tensor<T>& s) { dst.add_(s * alpha); });
+    if (out.device().is_cuda()) detail::device_index_slices(detail::IndexMode::Add, out, d, idx, &source, &alpha, "index_add");
+    else detail::index_slices(out, d, idx, &source, [&](Tensor<T>& dst, const Tensor<T>& s) { dst.add_(s * alpha); });
   }
   return detail::with_grad(out, "IndexAddBackward", [d, idx, alpha](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{g.impl(), Tensor<T>(index_select(g, d, idx) * alpha).impl()};
@@ -426,7 +551,8 @@ Tensor<T> index_copy(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& ind
   {
     NoGradGuard no_grad;
     out = x.clone();
-    detail::index_slices(out, d, idx, &source, [&](Tensor<T>& dst, const Tensor<T>& s) { dst.copy_(s); });
+    if (out.device().is_cuda()) detail::device_index_slices(detail::IndexMode::Assign, out, d, idx, &source, static_cast<const T*>(nullptr), "index_copy");
+    else detail::index_slices(out, d, idx, &source, [&](Tensor<T>& dst, const Tensor<T>& s) { dst.copy_(s); });
   }
   return detail::with_grad(out, "IndexCopyBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{index_fill(g, d, idx, T(0)).impl(), index_select(g, d, idx).impl()};
@@ -441,7 +567,8 @@ Tensor<T> index_fill(const Tensor<T>& x, int64_t dim, const Tensor<int64_t>& ind
   {
     NoGradGuard no_grad;
     out = x.clone();
-    detail::index_slices(out, d, idx, static_cast<const Tensor<T>*>(nullptr), [&](Tensor<T>& dst, const Tensor<T>&) { dst.fill_(value); });
+    if (out.device().is_cuda()) detail::device_index_slices(detail::IndexMode::Assign, out, d, idx, static_cast<const Tensor<T>*>(nullptr), &value, "index_fill");
+    else detail::index_slices(out, d, idx, static_cast<const Tensor<T>*>(nullptr), [&](Tensor<T>& dst, const Tensor<T>&) { dst.fill_(value); });
   }
   return detail::with_grad(out, "IndexFillBackward", [d, idx](const Tensor<T>& g) {
     return std::vector<TensorImplPtr>{index_fill(g, d, idx, T(0)).impl()};
@@ -460,7 +587,13 @@ std::vector<Tensor<int64_t>> prepare_indices(const Tensor<T>& x, const std::vect
   for (const auto& i : indices) bshape = broadcast_shapes(bshape, i.shape());
   std::vector<Tensor<int64_t>> out;
   for (size_t a = 0; a < indices.size(); ++a) {
+    DL_CHECK(indices[a].device() == x.device(), "indices should be either on cpu or on the same device as the indexed tensor (",
+             x.device(), "), but index ", a, " is on ", indices[a].device());
     Tensor<int64_t> e = indices[a].expand(bshape).contiguous();
+    if (e.device().is_cuda()) {  // checked by the kernel
+      out.push_back(e);
+      continue;
+    }
     for (int64_t j = 0; j < e.numel(); ++j) (void)checked_index(e.data()[j], x.shape()[int(a)], int(a), "index");
     out.push_back(e);
   }
@@ -488,18 +621,23 @@ Tensor<T> index(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indices)
     rest.push_back(x.shape()[a]);
     out_shape.push_back(x.shape()[a]);
   }
-  Tensor<T> out = empty<T>(out_shape);
-  const int64_t m = numel(bshape), r = numel(rest);
-  Strides rest_st;
-  for (int a = int(indices.size()); a < x.dim(); ++a) rest_st.push_back(x.strides()[a]);
-  for (int64_t j = 0; j < m; ++j) {
-    const T* src = x.data() + detail::indexed_offset(x, idx, j);
-    int64_t k = 0;
-    detail::for_each_index(rest, [&](const int64_t* p) { out.data()[j * r + k++] = src[detail::offset_of(p, rest_st)]; });
+  Tensor<T> out = empty<T>(out_shape, x.device());
+  if (x.device().is_cuda()) {
+    detail::device_indexed_copy(detail::IndexMode::Gather, detail::advanced_geometry(x, idx, bshape, &out.strides()), x,
+                                &out, static_cast<const T*>(nullptr), "index");
+  } else {
+    const int64_t m = numel(bshape), r = numel(rest);
+    Strides rest_st;
+    for (int a = int(indices.size()); a < x.dim(); ++a) rest_st.push_back(x.strides()[a]);
+    for (int64_t j = 0; j < m; ++j) {
+      const T* src = x.data() + detail::indexed_offset(x, idx, j);
+      int64_t k = 0;
+      detail::for_each_index(rest, [&](const int64_t* p) { out.data()[j * r + k++] = src[detail::offset_of(p, rest_st)]; });
+    }
   }
   const Shape in = x.shape();
   return detail::with_grad(out, "IndexBackward", [in, idx](const Tensor<T>& g) {
-    return std::vector<TensorImplPtr>{index_put(zeros<T>(in), idx, g, true).impl()};
+    return std::vector<TensorImplPtr>{index_put(zeros<T>(in, g.device()), idx, g, true).impl()};
   }, detail::impls(idx), x);
 }
 
@@ -518,6 +656,13 @@ Tensor<T> index_put(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indi
   {
     NoGradGuard no_grad;
     out = x.clone();
+    if (out.device().is_cuda()) {
+      detail::check_devices("index_put_", out, values);
+      const Tensor<T> v = values.expand(target);
+      detail::device_indexed_copy(accumulate ? detail::IndexMode::Add : detail::IndexMode::Assign,
+                                  detail::advanced_geometry(out, idx, bshape, &v.strides()), out, &v,
+                                  static_cast<const T*>(nullptr), "index_put_");
+    } else {
     const Tensor<T> v = values.expand(target).contiguous();
     const int64_t m = numel(bshape), r = numel(rest);
     Strides rest_st;
@@ -531,10 +676,11 @@ Tensor<T> index_put(const Tensor<T>& x, const std::vector<Tensor<int64_t>>& indi
         ++k;
       });
     }
+    }
   }
   const Shape vshape = values.shape();
   return detail::with_grad(out, "IndexPutBackward", [idx, vshape, accumulate](const Tensor<T>& g) {
-    Tensor<T> gx = accumulate ? g : index_put(g, idx, zeros<T>({}), false);
+    Tensor<T> gx = accumulate ? g : index_put(g, idx, zeros<T>({}, g.device()), false);
     return std::vector<TensorImplPtr>{gx.impl(), detail::sum_to(index(g, idx), vshape).impl()};
   }, detail::impls(idx), x, values);
 }
@@ -543,6 +689,17 @@ template <expression E>
 Tensor<int64_t> nonzero(const E& e) {
   using T = expr::value_type_t<E>;
   const Tensor<T> x = detail::materialize(e);
+  if (x.device().is_cuda()) {
+    const Tensor<T> c = x.contiguous();
+    const auto& hooks = detail::index_hooks_for(x.device());
+    int64_t count = 0;
+    const auto positions = hooks.nonzero_positions(dtype_of<T>, x.device().index, c.data_ptr(), c.numel(), &count);
+    Tensor<int64_t> out = empty<int64_t>({count, int64_t(x.dim())}, x.device());
+    if (count && x.dim())
+      hooks.unravel(x.device().index, static_cast<const int64_t*>(positions->data()), count, x.dim(), x.shape().data(),
+                    out.data_ptr());
+    return out;
+  }
   std::vector<int64_t> coords;
   int64_t count = 0;
   const Tensor<T> c = x.contiguous();
@@ -632,7 +789,7 @@ Tensor<T>& put_(Tensor<T>& x, const Tensor<int64_t>& index, const Tensor<T>& sou
   DL_CHECK(x.is_contiguous(), "put_(): the destination must be contiguous (shape ", x.shape(), ")");
   Tensor<T> flat = x.view({-1});
   Tensor<T> result = index_put(flat, {index.reshape({-1})}, source.reshape({-1}), accumulate);
-  if (!detail::needs_history(x, source)) {
+  if (!detail::needs_history(x, source) && x.device().is_cpu()) {
     std::copy(result.data(), result.data() + result.numel(), x.data());
     x.bump_version();
     return x;

@@ -288,6 +288,12 @@ Tensor<T> outer(const Tensor<T>& u, const Tensor<T>& v, const char* name) {
 /// out = s * x broadcast to out's shape (out contiguous), without an expression.
 template <class T>
 void fill_scaled(const Tensor<T>& out, const Tensor<T>& x, T s) {
+  if (out.is_cuda()) {  // one kernel (registered for every .cu file by <dl/cuda.hpp>)
+    DL_CHECK(x.device() == out.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
+             out.device(), " and ", x.device(), "!");
+    expr::assign(out, expr::apply(expr::Mul{}, x, expr::Scalar<T>{s}));
+    return;
+  }
   const Strides st = broadcast_strides(x.shape(), x.strides(), out.shape());
   const int nd = out.dim();
   const int64_t n = out.numel();
@@ -480,7 +486,10 @@ Tensor<expr::value_type_t<A>> addmv(const S& self_, const A& mat, const B& vec, 
   const auto v = detail::materialize(vec);
   DL_CHECK(m.dim() == 2 && v.dim() == 1, "vector + matrix @ vector expected, got ", self.dim(), ", ", m.dim(), ", ", v.dim());
   DL_CHECK(m.size(1) == v.size(0), "size mismatch, got ", m.size(0), ", ", m.size(0), "x", m.size(1), ",", v.size(0));
-  detail::check_expandable(self.shape(), {m.size(0)});
+  detail::check_expandable(self.shape(), Shape{m.size(0)});
+  // On the GPU: addmm with a one-column matrix (cuBLAS; its backward rule covers this one).
+  if (m.is_cuda() || v.is_cuda() || self.is_cuda())
+    return addmm(self.dim() ? self.unsqueeze(-1) : self, m, v.unsqueeze(1), beta_, alpha_).squeeze(-1);
   const T beta = T(beta_), alpha = T(alpha_);
   Tensor<T> out = empty<T>({m.size(0)});
   if (beta != T(0)) detail::fill_scaled(out, self, beta);
@@ -517,7 +526,7 @@ Tensor<expr::value_type_t<A>> baddbmm(const S& self_, const A& batch1, const B& 
   const Shape shape{a.size(0), a.size(1), b.size(2)};
   detail::check_expandable(self.shape(), shape);
   const T beta = T(beta_), alpha = T(alpha_);
-  Tensor<T> out = empty<T>(shape);
+  Tensor<T> out = empty<T>(shape, a.device());
   {
     NoGradGuard no_grad;
     if (beta != T(0)) detail::fill_scaled(out, self, beta);
@@ -542,6 +551,10 @@ Tensor<expr::value_type_t<A>> addbmm(const S& self_, const A& batch1, const B& b
   detail::check_bmm(a, b);
   const int64_t nb = a.size(0), M = a.size(1), N = b.size(2), K = a.size(2);
   detail::check_expandable(self.shape(), {M, N});
+  // On the GPU: one product, sum_i A_i B_i = [A_0 .. A_nb-1] @ [B_0; ..; B_nb-1] (addmm's cuBLAS
+  // call and backward rule; the reshapes are differentiable).
+  if (a.is_cuda() || b.is_cuda() || self.is_cuda())
+    return addmm(self, a.transpose(0, 1).reshape({M, nb * K}), b.reshape({nb * K, N}), beta_, alpha_);
   const T beta = T(beta_), alpha = T(alpha_);
   Tensor<T> out = empty<T>({M, N});
   {
