@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "expr/device.hpp"
 #include "random.hpp"
 
 namespace dl {
@@ -86,21 +87,53 @@ template <scalar_type T> Tensor<T> empty_like(const Tensor<T>& t) { return empty
 template <scalar_type T> Tensor<T> zeros_like(const Tensor<T>& t) { return zeros<T>(t.shape(), t.device()); }
 template <scalar_type T> Tensor<T> ones_like(const Tensor<T>& t) { return ones<T>(t.shape(), t.device()); }
 template <scalar_type T, expr::number V> Tensor<T> full_like(const Tensor<T>& t, V v) { return full<T>(t.shape(), v, t.device()); }
-// Random tensors on a device: the values are drawn on the host from the same Philox stream as the
-// CPU functions and copied, so manual_seed(s) gives the same tensor on every device.
+namespace detail {
+/// A random tensor of `shape` drawn on a CUDA device by the Philox kernels (dl/cuda/random.hpp),
+/// element for element the CPU's values from the same counters; undefined when `device` is the
+/// CPU or the program has no .cu file to provide the kernels (the caller then draws on the host
+/// and copies: the same values, slower).
+template <scalar_type T>
+Tensor<T> philox_on_device(RandomKind kind, const Shape& shape, Device device, Generator* gen, double a, double b = 0,
+                           int64_t i = 0, uint64_t c = 0) {
+  const auto fill = cuda_runtime_hooks().philox;
+  if (!device.is_cuda() || !fill) return {};
+  Tensor<T> out = empty<T>(shape, device);
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  const auto [seed, first] = (gen ? *gen : default_generator()).reserve(philox_blocks(kind, std::is_same_v<T, float>, n));
+  fill(int(kind), dtype_of<T>, device.index, seed, first, n, a, b, i, c, out.data_ptr());
+  return out;
+}
+}  // namespace detail
+
+// Random tensors on a device: the same Philox counters as the CPU functions, so manual_seed(s)
+// gives the same tensor on every device (drawn by the GPU where a .cu file provides the kernels,
+// else on the host and copied). randperm is sequential (Fisher-Yates): drawn on the host.
 template <scalar_type T = float>
-Tensor<T> rand(Shape shape, Device device, Generator* gen = nullptr) { return rand<T>(shape, gen).to(device); }
+Tensor<T> rand(Shape shape, Device device, Generator* gen = nullptr) {
+  static_assert(floating_scalar<T>, "uniform_ needs a floating tensor");
+  if (auto t = detail::philox_on_device<T>(detail::RandomKind::Uniform, shape, device, gen, 0.0, 1.0); t.defined()) return t;
+  return rand<T>(shape, gen).to(device);
+}
 template <scalar_type T = float>
-Tensor<T> randn(Shape shape, Device device, Generator* gen = nullptr) { return randn<T>(shape, gen).to(device); }
+Tensor<T> randn(Shape shape, Device device, Generator* gen = nullptr) {
+  static_assert(floating_scalar<T>, "normal_ needs a floating tensor");
+  if (auto t = detail::philox_on_device<T>(detail::RandomKind::Normal, shape, device, gen, 0.0, 1.0); t.defined()) return t;
+  return randn<T>(shape, gen).to(device);
+}
 template <scalar_type T = int64_t>
 Tensor<T> randint(int64_t low, int64_t high, Shape shape, Device device, Generator* gen = nullptr) {
+  DL_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
+  if (auto t = detail::philox_on_device<T>(detail::RandomKind::Int, shape, device, gen, 0.0, 0.0, low, uint64_t(high - low));
+      t.defined())
+    return t;
   return randint<T>(low, high, shape, gen).to(device);
 }
 template <scalar_type T = int64_t>
 Tensor<T> randperm(int64_t n, Device device, Generator* gen = nullptr) { return randperm<T>(n, gen).to(device); }
 
-template <scalar_type T> Tensor<T> rand_like(const Tensor<T>& t, Generator* g = nullptr) { return rand<T>(t.shape(), g).to(t.device()); }
-template <scalar_type T> Tensor<T> randn_like(const Tensor<T>& t, Generator* g = nullptr) { return randn<T>(t.shape(), g).to(t.device()); }
+template <scalar_type T> Tensor<T> rand_like(const Tensor<T>& t, Generator* g = nullptr) { return rand<T>(t.shape(), t.device(), g); }
+template <scalar_type T> Tensor<T> randn_like(const Tensor<T>& t, Generator* g = nullptr) { return randn<T>(t.shape(), t.device(), g); }
 template <scalar_type T> Tensor<T> randint_like(const Tensor<T>& t, int64_t low, int64_t high, Generator* g = nullptr) {
   return randint<T>(low, high, t.shape(), g).to(t.device());
 }

@@ -76,9 +76,10 @@ inline const bool hooks_installed = install_hooks();
 
 #if defined(__CUDACC__)
 #include "cuda/indexing.hpp"
+#include "cuda/random.hpp"
 
 // The kernels dl's own code paths evaluate on CUDA tensors (fills, copies, casts, gradient
-// accumulation, scaling, sums), registered by every .cu file that includes this header so that
+// accumulation, scaling, products of two tensors, sums), registered by every .cu file that includes this header so that
 // host-only translation units can run them too.
 namespace dl::cuda::detail {
 template <class T>
@@ -94,7 +95,9 @@ struct BasicKernels {
     bool ok = rows<Scalar>() && rows<expr::ApplyView<expr::Copy, Scalar>>() && rows<Leaf>() &&
               rows<expr::ApplyView<expr::Copy, Leaf>>();
     if constexpr (floating_scalar<T>) {
+      // Mul of two tensors: dropout's input * mask.
       ok = ok && rows<expr::ApplyView<expr::Add, Leaf, Leaf>>() && rows<expr::ApplyView<expr::Mul, Leaf, Scalar>>() &&
+           rows<expr::ApplyView<expr::Mul, Leaf, Leaf>>() &&
            expr::DeviceReduce<expr::SumReducer<T>, T, Leaf>::registered;
     }
     return ok;

@@ -210,6 +210,8 @@ template <scalar_type T>
 Tensor<T>& Tensor<T>::uniform_(double from, double to) {
   static_assert(floating_scalar<T>, "uniform_ needs a floating tensor");
   DL_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  if (auto r = detail::philox_on_device<T>(detail::RandomKind::Uniform, shape(), device(), nullptr, from, to); r.defined())
+    return copy_(r);
   Tensor<T> r = empty<T>(shape());
   detail::fill_uniform(r.data(), r.numel(), from, to, nullptr);
   return copy_(r.to(device()));  // drawn on the host: the same values on every device
@@ -219,6 +221,8 @@ template <scalar_type T>
 Tensor<T>& Tensor<T>::normal_(double mean, double std) {
   static_assert(floating_scalar<T>, "normal_ needs a floating tensor");
   DL_CHECK(std >= 0, "normal expects std >= 0.0, but found std ", std);
+  if (auto r = detail::philox_on_device<T>(detail::RandomKind::Normal, shape(), device(), nullptr, mean, std); r.defined())
+    return copy_(r);
   Tensor<T> r = empty<T>(shape());
   detail::fill_normal(r.data(), r.numel(), mean, std, nullptr);
   return copy_(r.to(device()));

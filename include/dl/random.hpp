@@ -38,6 +38,23 @@ struct Philox {
   }
 };
 
+/// The random fills that also run on a GPU (dl/cuda/random.hpp), element for element the same.
+enum class RandomKind : int { Uniform, Normal, Int, KeepMask };
+
+/// Philox blocks a fill of n elements takes from its generator, as the CPU code reserves them:
+/// uniform 4 floats or 2 doubles a block; normal a Box-Muller pair per 2 words (2 pairs of floats,
+/// 1 of doubles a block); integers 2 a block; a keep mask 16 blocks per 64 elements.
+DL_HD constexpr uint64_t philox_blocks(RandomKind kind, bool is_float, int64_t n) {
+  const uint64_t m = uint64_t(n);
+  switch (kind) {
+    case RandomKind::Uniform: return is_float ? (m + 3) / 4 : (m + 1) / 2;
+    case RandomKind::Normal: return is_float ? ((m + 1) / 2 + 1) / 2 : (m + 1) / 2;
+    case RandomKind::Int: return (m + 1) / 2;
+    case RandomKind::KeepMask: return (m + 63) / 64 * 16;
+  }
+  return 0;
+}
+
 /// Uniform in [0, 1) with 24 random bits (float) or 53 (double).
 DL_HD constexpr float uniform_float(uint32_t x) { return float(x >> 8) * (1.0f / 16777216.0f); }
 DL_HD constexpr double uniform_double(uint32_t hi, uint32_t lo) {

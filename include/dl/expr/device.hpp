@@ -45,6 +45,13 @@ struct CudaRuntimeHooks {
   /// double, A and B given by (data, row stride, column stride) with one unit stride each.
   void (*gemm)(ScalarType dtype, int device, int64_t M, int64_t N, int64_t K, double alpha, const void* A, int64_t a_rs,
                int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, double beta, void* C, int64_t ldc) = nullptr;
+  /// Philox fills of n contiguous elements on the device, the CPU's values element for element
+  /// (kind: a dl::detail::RandomKind): uniform in [a, b); normal with mean a and std b; integers
+  /// i + r % c; a keep mask of value a where the word is below c (else 0). `first` is the first
+  /// counter reserved from the generator. Installed by .cu files only (nvcc), hence optional: the
+  /// creation functions draw on the host and copy without it.
+  void (*philox)(int kind, ScalarType dtype, int device, uint64_t seed, uint64_t first, int64_t n, double a, double b,
+                 int64_t i, uint64_t c, void* out) = nullptr;
 };
 inline CudaRuntimeHooks& cuda_runtime_hooks() {
   static CudaRuntimeHooks hooks;

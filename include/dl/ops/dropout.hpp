@@ -22,8 +22,9 @@ namespace dl::detail {
 /// A tensor of `shape` whose elements are `value` with probability `keep` and 0 otherwise: each
 /// element compares a 32-bit Philox word u with keep * 2^32 (kept when u is below).
 /// @pre 0 <= keep <= 1
+/// On a CUDA device the GPU draws the same mask (the CPU's, element for element).
 template <class T>
-Tensor<T> keep_mask(const Shape& shape, double keep, T value, Generator* gen = nullptr);
+Tensor<T> keep_mask(const Shape& shape, double keep, T value, Generator* gen = nullptr, Device device = kCPU);
 
 // ------------------------------------------------------------------------------ implementation
 
@@ -72,13 +73,19 @@ DL_INLINE void keep_mask_group(uint64_t key, uint64_t first, uint32_t threshold,
 }
 
 template <class T>
-Tensor<T> keep_mask(const Shape& shape, double keep, T value, Generator* gen) {
+Tensor<T> keep_mask(const Shape& shape, double keep, T value, Generator* gen, Device device) {
+  // u < keep * 2^32 for a uniform 32-bit u has probability keep (to 2^-32).
+  const uint32_t threshold = uint32_t(std::min(std::llround(keep * 4294967296.0), 4294967295ll));
+  if (device.is_cuda()) {
+    if (numel(shape) == 0 || keep >= 1) return full<T>(shape, value, device);
+    if (auto m = philox_on_device<T>(RandomKind::KeepMask, shape, device, gen, double(value), 0.0, 0, threshold); m.defined())
+      return m;
+    return keep_mask(shape, keep, value, gen).to(device);
+  }
   Tensor<T> m = empty<T>(shape);
   const int64_t n = m.numel();
   if (n == 0) return m;
   if (keep >= 1) return m.fill_(value);
-  // u < keep * 2^32 for a uniform 32-bit u has probability keep (to 2^-32).
-  const uint32_t threshold = uint32_t(std::min(std::llround(keep * 4294967296.0), 4294967295ll));
   const int64_t groups = (n + 63) / 64;
   const auto [seed, first] = (gen ? *gen : default_generator()).reserve(uint64_t(groups * 16));
   T* out = m.data();

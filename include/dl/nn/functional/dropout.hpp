@@ -51,7 +51,7 @@ template <class E, class T>
 Tensor<T> apply_keep_mask(const E& input, const Shape& mask_shape, double p, Generator* gen) {
   static_assert(floating_scalar<T>, "dropout needs a floating input");
   if (p == 1) return Tensor<T>(input * T(0));
-  const Tensor<T> mask = dl::detail::keep_mask<T>(mask_shape, 1 - p, T(1.0 / (1 - p)), gen);
+  const Tensor<T> mask = dl::detail::keep_mask<T>(mask_shape, 1 - p, T(1.0 / (1 - p)), gen, expr::device_of(expr::as_node(input)));
   return Tensor<T>(input * mask);
 }
 
@@ -107,7 +107,8 @@ Tensor<T> alpha_dropout(const E& input, double p, bool training, Generator* gene
   if (p == 1) return Tensor<T>(input * T(0));
   constexpr double alpha = 1.7580993408473766;
   const double a = 1.0 / std::sqrt((alpha * alpha * p + 1) * (1 - p));
-  const Tensor<T> keep = dl::detail::keep_mask<T>(expr::shape_of(expr::as_node(input)), 1 - p, T(1), generator);
+  const Tensor<T> keep = dl::detail::keep_mask<T>(expr::shape_of(expr::as_node(input)), 1 - p, T(1), generator,
+                                                  expr::device_of(expr::as_node(input)));
   return Tensor<T>(input * (keep * T(a)) + (keep * T(alpha * a) + T(alpha * a * (p - 1))));
 }
 
