@@ -111,6 +111,16 @@ int main(int argc, char** argv) {
     report("sum_rows_TBps", double(side) * side * 4 / ms_rows / 1e9, "TB/s");
   }
 
+  // Indexing: gather of 1024 columns per row, index_select of half the rows, argmax per row.
+  {
+    const int64_t rows = quick ? 4096 : 16384;
+    auto m = dl::randn({rows, 4096}, gpu);
+    auto idx = dl::randint(0, 4096, {rows, 1024}, gpu), sel = dl::randint(0, rows, {rows / 2}, gpu);
+    report("gather_ms", median_ms([&] { (void)m.gather(1, idx); }, 20), "ms");
+    report("index_select_rows_ms", median_ms([&] { (void)m.index_select(0, sel); }, 20), "ms");
+    report("argmax_rows_ms", median_ms([&] { (void)dl::argmax(m, 1); }, 20), "ms");
+  }
+
   // GEMM 8192^3: dl's matmul (cuBLAS through dl) and cuBLAS called directly, FP32 and TF32.
   {
     const int64_t n = quick ? 2048 : 8192;

@@ -85,6 +85,15 @@ m = torch.randn(side, side, device=dev)
 torch_figs["sum_rows_TBps"] = side * side * 4 / median_ms(lambda: m.sum(1), 20) / 1e9
 del m
 
+rows = 4096 if quick else 16384
+m = torch.randn(rows, 4096, device=dev)
+idx = torch.randint(0, 4096, (rows, 1024), device=dev)
+sel = torch.randint(0, rows, (rows // 2,), device=dev)
+torch_figs["gather_ms"] = median_ms(lambda: m.gather(1, idx), 20)
+torch_figs["index_select_rows_ms"] = median_ms(lambda: m.index_select(0, sel), 20)
+torch_figs["argmax_rows_ms"] = median_ms(lambda: m.argmax(1), 20)
+del m, idx, sel
+
 n = 2048 if quick else 8192
 a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
 for tf32 in (False, True):

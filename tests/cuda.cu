@@ -505,6 +505,29 @@ TEST_CASE("matrix products through cuBLAS") {
   CHECK(error_of([&] { (void)dl::mm(a.cuda(), a.cuda()); }).find("cannot be multiplied") != std::string::npos);
 }
 
+TEST_CASE("nn::Linear and F::linear on the GPU against the CPU") {
+  dl::manual_seed(13);
+  dl::nn::Linear cpu(20, 7), gpu(20, 7);
+  gpu.weight.detach().copy_(cpu.weight.detach());
+  gpu.bias.detach().copy_(cpu.bias.detach());
+  gpu.to(kGpu);
+  CHECK(gpu.weight.is_cuda());
+  const auto x = dl::randn({5, 3, 20});
+  const dl::Tensor<float> yc = cpu.forward(x), yg = gpu.forward(x.cuda());
+  CHECK(yg.is_cuda());
+  CHECK(yg.shape() == dl::Shape{5, 3, 7});
+  CHECK(max_rel_diff(yg, yc) < 1e-5);
+  dl::sum(yc * yc).backward();
+  dl::sum(yg * yg).backward();
+  CHECK(max_rel_diff(gpu.weight.grad(), cpu.weight.grad()) < 1e-4);
+  CHECK(max_rel_diff(gpu.bias.grad(), cpu.bias.grad()) < 1e-4);
+  // With an activation, and without a bias.
+  CHECK(max_rel_diff(dl::nn::functional::linear(x.cuda(), gpu.weight.detach(), gpu.bias.detach(), dl::expr::Relu{}),
+                     dl::nn::functional::linear(x, cpu.weight.detach(), cpu.bias.detach(), dl::expr::Relu{})) < 1e-5);
+  CHECK(max_rel_diff(dl::nn::functional::linear(x.cuda(), gpu.weight.detach()), dl::nn::functional::linear(x, cpu.weight.detach())) < 1e-5);
+  CHECK(error_of([&] { (void)gpu.forward(x); }).find("Expected all tensors to be on the same device") != std::string::npos);
+}
+
 TEST_CASE("caching allocator: reuse, statistics, out of memory") {
   dl::cuda::synchronize();
   const int64_t base = dl::cuda::memory_allocated();

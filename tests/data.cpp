@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -676,6 +678,84 @@ TEST_CASE("DataLoader: breaking out early stops the workers") {
   CHECK(after_break <= 90);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK(*ds.gets == after_break);  // nothing runs any more
+}
+
+namespace {
+
+/// Stand-in page-locked allocator (host memory the test tracks) installed in the CUDA runtime hooks
+/// for one scope, so the DataLoader's pin_memory path runs without a GPU.
+struct FakePinnedMemory {
+  static std::set<const void*>& blocks() {
+    static std::set<const void*> b;
+    return b;
+  }
+  static std::mutex& mutex() {  // the workers pin concurrently
+    static std::mutex m;
+    return m;
+  }
+  dl::detail::CudaRuntimeHooks saved = dl::detail::cuda_runtime_hooks();
+  FakePinnedMemory() {
+    auto& h = dl::detail::cuda_runtime_hooks();
+    h.pinned_alloc = [](size_t n) -> void* {
+      void* p = std::malloc(n ? n : 1);
+      std::lock_guard lock(mutex());
+      blocks().insert(p);
+      return p;
+    };
+    h.pinned_free = [](void* p) {
+      std::lock_guard lock(mutex());
+      blocks().erase(p);
+      std::free(p);
+    };
+    h.is_pinned = [](const void* p) {
+      std::lock_guard lock(mutex());
+      return blocks().count(p) > 0;
+    };
+    h.device_count = [] { return 1; };
+  }
+  ~FakePinnedMemory() { dl::detail::cuda_runtime_hooks() = saved; }
+};
+
+struct PinSample {
+  Tensor<float> x;
+  int64_t y;
+  std::string name;
+};
+
+}  // namespace
+
+TEST_CASE("DataLoader pin_memory: every tensor of each batch page-locked, values unchanged") {
+  const auto x = dl::randn({10, 3});
+  const auto y = dl::arange(10);
+  {
+    FakePinnedMemory fake;
+    data::DataLoader loader(data::TensorDataset(x, y), {.batch_size = 4, .num_workers = 2, .pin_memory = true});
+    int64_t seen = 0;
+    for (auto& [bx, by] : loader) {
+      CHECK(bx.is_pinned());
+      CHECK(by.is_pinned());
+      CHECK(dl::equal(bx, x.slice(0, seen, seen + bx.size(0))));
+      seen += bx.size(0);
+    }
+    CHECK(seen == 10);
+    // Pairs, vectors, maps and plain structs of tensors (strings and numbers left alone).
+    std::pair<Tensor<float>, std::vector<Tensor<int64_t>>> nested{x, {y, y}};
+    data::detail::pin_batch(nested);
+    CHECK(nested.first.is_pinned());
+    CHECK(nested.second[1].is_pinned());
+    std::map<std::string, Tensor<float>> named{{"a", x}};
+    data::detail::pin_batch(named);
+    CHECK(named["a"].is_pinned());
+    PinSample s{x, 3, "n"};
+    data::detail::pin_batch(s);
+    CHECK(s.x.is_pinned());
+    CHECK(dl::equal(s.x, x));
+  }
+  CHECK(FakePinnedMemory::blocks().empty());  // every pinned batch went back
+  // Without a GPU: a warning, and the batches as they were.
+  CHECK(!data::detail::pinning_available());
+  data::DataLoader plain(data::TensorDataset(x, y), {.batch_size = 4, .pin_memory = true});
+  for (auto& [bx, by] : plain) CHECK(!bx.is_pinned());
 }
 
 // =============================================================================== transforms

@@ -40,10 +40,28 @@ $cxx -std=c++20 -O1 "$here/main.cpp" -o "$work/app-uninstalled-compiled" $flags 
 "$work/app-uninstalled-compiled"
 
 step "CMake: find_package(dl) + target_link_libraries(app dl::dl), and app_compiled with dl::compiled"
-cmake -S "$here" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cuda_cmake=()
+[[ -x /usr/local/cuda/bin/nvcc ]] && cuda_cmake=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+cmake -S "$here" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_cmake[@]}" >/dev/null
 cmake --build "$work/cmake-build"
 "$work/cmake-build/app"
 "$work/cmake-build/app_compiled"
+
+# CUDA (dl-cuda.pc and dl::cuda), where the toolkit is installed: build, link and run (the program
+# says so and exits 0 without a GPU).
+nvcc=$(command -v nvcc || true)
+[[ -z "$nvcc" && -x /usr/local/cuda/bin/nvcc ]] && nvcc=/usr/local/cuda/bin/nvcc
+if [[ -n "$nvcc" && -f "$pcdir/dl-cuda.pc" ]]; then
+  step "pkg-config, CUDA: nvcc \$(pkg-config --cflags dl-cuda) app.cu \$(pkg-config --libs dl-cuda)"
+  flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs dl-cuda)
+  echo "$flags"
+  "$nvcc" -O1 "$here/app.cu" -o "$work/app-cuda" $flags
+  "$work/app-cuda"
+  [[ -x "$work/cmake-build/app_cuda" ]] || { echo "CMake did not build app_cuda with dl::cuda"; exit 1; }
+  "$work/cmake-build/app_cuda"
+else
+  step "no CUDA toolkit (or dl built without it): dl-cuda.pc and dl::cuda not checked"
+fi
 
 step "Meson subproject: subprojects/dl"
 mkdir -p "$work/project/subprojects"

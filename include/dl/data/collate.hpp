@@ -68,25 +68,26 @@ constexpr size_t field_count() {
   return n;
 }
 
+/// References to the public fields of a plain struct (const or not, as s).
 template <class S>
-auto tie_fields(const S& s) {
-  constexpr size_t n = field_count<S>();
+auto tie_fields(S& s) {
+  constexpr size_t n = field_count<std::remove_const_t<S>>();
   static_assert(n >= 1 && n <= kMaxCollateFields,
                 "default_collate: cannot see the fields of this struct (it needs 1 to 12 public fields and no base "
                 "classes); pass a collate_fn to the DataLoader");
   // clang-format off
-  if constexpr (n == 1) { const auto& [a] = s; return std::tie(a); }
-  else if constexpr (n == 2) { const auto& [a, b] = s; return std::tie(a, b); }
-  else if constexpr (n == 3) { const auto& [a, b, c] = s; return std::tie(a, b, c); }
-  else if constexpr (n == 4) { const auto& [a, b, c, d] = s; return std::tie(a, b, c, d); }
-  else if constexpr (n == 5) { const auto& [a, b, c, d, e] = s; return std::tie(a, b, c, d, e); }
-  else if constexpr (n == 6) { const auto& [a, b, c, d, e, f] = s; return std::tie(a, b, c, d, e, f); }
-  else if constexpr (n == 7) { const auto& [a, b, c, d, e, f, g] = s; return std::tie(a, b, c, d, e, f, g); }
-  else if constexpr (n == 8) { const auto& [a, b, c, d, e, f, g, h] = s; return std::tie(a, b, c, d, e, f, g, h); }
-  else if constexpr (n == 9) { const auto& [a, b, c, d, e, f, g, h, i] = s; return std::tie(a, b, c, d, e, f, g, h, i); }
-  else if constexpr (n == 10) { const auto& [a, b, c, d, e, f, g, h, i, j] = s; return std::tie(a, b, c, d, e, f, g, h, i, j); }
-  else if constexpr (n == 11) { const auto& [a, b, c, d, e, f, g, h, i, j, k] = s; return std::tie(a, b, c, d, e, f, g, h, i, j, k); }
-  else { const auto& [a, b, c, d, e, f, g, h, i, j, k, l] = s; return std::tie(a, b, c, d, e, f, g, h, i, j, k, l); }
+  if constexpr (n == 1) { auto& [a] = s; return std::tie(a); }
+  else if constexpr (n == 2) { auto& [a, b] = s; return std::tie(a, b); }
+  else if constexpr (n == 3) { auto& [a, b, c] = s; return std::tie(a, b, c); }
+  else if constexpr (n == 4) { auto& [a, b, c, d] = s; return std::tie(a, b, c, d); }
+  else if constexpr (n == 5) { auto& [a, b, c, d, e] = s; return std::tie(a, b, c, d, e); }
+  else if constexpr (n == 6) { auto& [a, b, c, d, e, f] = s; return std::tie(a, b, c, d, e, f); }
+  else if constexpr (n == 7) { auto& [a, b, c, d, e, f, g] = s; return std::tie(a, b, c, d, e, f, g); }
+  else if constexpr (n == 8) { auto& [a, b, c, d, e, f, g, h] = s; return std::tie(a, b, c, d, e, f, g, h); }
+  else if constexpr (n == 9) { auto& [a, b, c, d, e, f, g, h, i] = s; return std::tie(a, b, c, d, e, f, g, h, i); }
+  else if constexpr (n == 10) { auto& [a, b, c, d, e, f, g, h, i, j] = s; return std::tie(a, b, c, d, e, f, g, h, i, j); }
+  else if constexpr (n == 11) { auto& [a, b, c, d, e, f, g, h, i, j, k] = s; return std::tie(a, b, c, d, e, f, g, h, i, j, k); }
+  else { auto& [a, b, c, d, e, f, g, h, i, j, k, l] = s; return std::tie(a, b, c, d, e, f, g, h, i, j, k, l); }
   // clang-format on
 }
 
@@ -213,6 +214,34 @@ auto collate_impl(int64_t n, Get get) {
                   "pairs, tuples, arrays, vectors, maps or plain structs of them, or pass .collate_fn = a function "
                   "std::vector<Sample> -> Batch in the DataLoader options");
   }
+}
+
+/// Whether Tensor::pin_memory can work in this program: the CUDA runtime is in (<dl/cuda.hpp>)
+/// and a device is present.
+inline bool pinning_available() {
+  const auto& h = ::dl::detail::cuda_runtime_hooks();
+  return h.pinned_alloc && h.device_count && h.device_count() > 0;
+}
+
+/// Replaces every tensor of a batch (tensors and pairs, tuples, arrays, vectors, maps and plain
+/// structs of them) by a copy in page-locked memory, as the DataLoader's pin_memory option.
+template <class B>
+void pin_batch(B& b) {
+  if constexpr (is_tensor_sample<B>) {
+    if (b.defined() && b.device().is_cpu()) b = b.pin_memory();
+  } else if constexpr (is_pair<B>) {
+    pin_batch(b.first);
+    pin_batch(b.second);
+  } else if constexpr (is_tuple<B> || is_std_array<B>) {
+    std::apply([](auto&... f) { (pin_batch(f), ...); }, b);
+  } else if constexpr (is_vector<B>) {
+    for (auto& x : b) pin_batch(x);
+  } else if constexpr (is_map<B>) {
+    for (auto& entry : b) pin_batch(entry.second);
+  } else if constexpr (std::is_aggregate_v<B> && std::is_class_v<B>) {
+    if constexpr (field_count<B>() >= 1) std::apply([](auto&... f) { (pin_batch(f), ...); }, tie_fields(b));
+  }
+  // Numbers, strings, anything else: nothing to pin.
 }
 
 }  // namespace detail

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -43,7 +44,7 @@ struct DataLoaderOptions {
   AnyBatchSampler batch_sampler{};  ///< batches of indices (exclusive with batch_size, shuffle, sampler, drop_last)
   int num_workers = 0;           ///< loader threads; 0 loads on the consumer's thread
   Collate collate_fn{};          ///< std::vector<Sample> -> Batch; default_collate by default
-  bool pin_memory = false;       ///< accepted; page-locked batches need the CUDA allocator (no effect on CPU-only builds)
+  bool pin_memory = false;       ///< batches in page-locked memory (fast, asynchronous copies to the GPU); needs <dl/cuda.hpp> and a GPU, else a warning and no effect, as PyTorch
   bool drop_last = false;        ///< drop the last incomplete batch
   double timeout = 0;            ///< seconds to wait for a batch from the workers (num_workers > 0) before throwing; 0 waits forever
   std::function<void(int)> worker_init_fn{};  ///< called with the worker id on each worker thread as it starts
@@ -160,6 +161,9 @@ DataLoader<D, Collate>::DataLoader(D dataset, options_type options)
              o.batch_size, ", shuffle=", o.shuffle, ", sampler=", bool(o.sampler), ", drop_last=", o.drop_last, ")");
   }
   DL_CHECK(!(o.sampler && o.shuffle), "DataLoader: sampler option is mutually exclusive with shuffle");
+  if (o.pin_memory && !detail::pinning_available())
+    std::fprintf(stderr, "Warning: DataLoader: 'pin_memory' argument is set as true but no accelerator is found, then "
+                         "device pinned memory won't be used.\n");
 
   if (o.generator) {
     generator_ = o.generator;
@@ -190,6 +194,7 @@ struct DataLoader<D, Collate>::Epoch {
     std::vector<std::vector<int64_t>> batches;
     std::vector<int64_t> first_position;  // epoch position of each batch's first sample
     uint64_t key = 0;
+    bool pin = false;  // pin_memory: each batch is pinned by whoever loads it
 
     // Worker state (guarded by mutex).
     struct Slot {
@@ -207,7 +212,8 @@ struct DataLoader<D, Collate>::Epoch {
     std::exception_ptr init_error;
     int init_error_worker = -1;
 
-    batch_type load(int64_t k) const;
+    batch_type make(int64_t k) const;  // the batch as the dataset and collate_fn give it
+    batch_type load(int64_t k) const;  // ... pinned when asked
     void worker_loop(int id, int num_workers, const std::function<void(int)>& init);
   };
 
@@ -225,7 +231,7 @@ struct DataLoader<D, Collate>::Epoch {
 };
 
 template <dataset_holder D, class Collate>
-auto DataLoader<D, Collate>::Epoch::Shared::load(int64_t k) const -> batch_type {
+auto DataLoader<D, Collate>::Epoch::Shared::make(int64_t k) const -> batch_type {
   const auto& ds = detail::deref(*dataset);
   const std::vector<int64_t>& idx = batches[size_t(k)];
   BatchSeed seed(key, first_position[size_t(k)]);
@@ -242,6 +248,13 @@ auto DataLoader<D, Collate>::Epoch::Shared::load(int64_t k) const -> batch_type 
     samples.push_back(ds.get(idx[j]));
   }
   return (*collate)(std::move(samples));
+}
+
+template <dataset_holder D, class Collate>
+auto DataLoader<D, Collate>::Epoch::Shared::load(int64_t k) const -> batch_type {
+  batch_type b = make(k);
+  if (pin) detail::pin_batch(b);
+  return b;
 }
 
 template <dataset_holder D, class Collate>
@@ -381,6 +394,7 @@ auto DataLoader<D, Collate>::begin() -> iterator {
   shared->dataset = dataset_;
   shared->collate = collate_;
   shared->key = detail::draw_seed(*generator_);
+  shared->pin = options_.pin_memory && detail::pinning_available();
   shared->batches = batch_sampler_.batches();
   shared->first_position.reserve(shared->batches.size());
   int64_t position = 0;

@@ -50,6 +50,8 @@ struct CudaRuntimeHooks {
   /// i + r % c; a keep mask of value a where the word is below c (else 0). `first` is the first
   /// counter reserved from the generator. Installed by .cu files only (nvcc), hence optional: the
   /// creation functions draw on the host and copy without it.
+  /// Number of CUDA devices (0 without a device or driver; never throws).
+  int (*device_count)() = nullptr;
   void (*philox)(int kind, ScalarType dtype, int device, uint64_t seed, uint64_t first, int64_t n, double a, double b,
                  int64_t i, uint64_t c, void* out) = nullptr;
 };

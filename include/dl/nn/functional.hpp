@@ -140,38 +140,57 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
   DL_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == outf), "linear: bias of shape ",
            bias.defined() ? bias.shape() : Shape{}, " does not match out_features = ", outf);
   const bool needs_grad = autograd::any_requires_grad(x, weight, bias);
-  if constexpr (!detail::recordable_activation<Act>) {
-    if (needs_grad) {  // a differentiable composition: act'(pre) needs pre, which the fused form never stores
-      const Tensor<T> pre = linear(x, weight, bias);
-      return Tensor<T>(expr::apply(act, pre));
+#if defined(__CUDACC__)
+  // nvcc cannot compile the CPU GEMM's SIMD epilogue with an activation (xsimd batches in a
+  // __host__ __device__ functor): there, the activation is a second pass.
+  if constexpr (!std::is_same_v<Act, dl::detail::Identity>) {
+    return Tensor<T>(expr::apply(act, linear(x, weight, bias)));
+  } else
+#endif
+  {
+    if constexpr (!detail::recordable_activation<Act>) {
+      if (needs_grad) {  // a differentiable composition: act'(pre) needs pre, which the fused form never stores
+        const Tensor<T> pre = linear(x, weight, bias);
+        return Tensor<T>(expr::apply(act, pre));
+      }
     }
-  }
-  Shape out_shape = x.shape();
-  out_shape[out_shape.size() - 1] = outf;
-  const Tensor<T> x2 = x.reshape({-1, in});
-  const int64_t rows = x2.size(0);
-  Tensor<T> out = empty<T>({rows, outf});
-  dl::detail::Epilogue<T, Act> ep;
-  ep.act = act;
-  if (bias.defined()) ep.bias = {bias.data(), 0, bias.stride(0)};
-  dl::detail::gemm(rows, outf, in, T(1), dl::detail::matrix_ref(x2), dl::detail::MatrixRef<T>{weight.data(), weight.stride(1), weight.stride(0)},
-                   T(0), out.data(), outf, ep);
-  if constexpr (detail::recordable_activation<Act>) {
-    if (needs_grad) {
-      constexpr bool relu = std::is_same_v<Act, expr::Relu>;
-      const Tensor<T> saved_out = relu ? out.detach() : Tensor<T>();  // detached: no cycle through the node
-      out = dl::detail::record_kernel(out, relu ? "LinearReluBackward" : "AddmmBackward", {x2, weight, saved_out},
-          [relu](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
-            std::vector<TensorImplPtr> r(3);
-            const Tensor<T> gp = relu ? detail::relu_mask(g, s[2]) : g;
-            if (needs[0]) r[0] = dl::detail::matmul_nd(gp, s[1], "MmBackward").impl();
-            if (needs[1]) r[1] = dl::detail::matmul_nd(gp.t(), s[0], "MmBackward").impl();
-            if (needs[2]) r[2] = dl::sum(gp, 0).impl();
-            return r;
-          }, x2, weight, bias);
+    Shape out_shape = x.shape();
+    out_shape[out_shape.size() - 1] = outf;
+    const Tensor<T> x2 = x.reshape({-1, in});
+    if (x.is_cuda() || weight.is_cuda() || (bias.defined() && bias.is_cuda())) {
+      // On the GPU: cuBLAS (addmm, recorded as such), then the activation as a generated kernel.
+      // Not yet one cuBLASLt call with a bias/activation epilogue.
+      DL_CHECK(x.device() == weight.device() && (!bias.defined() || bias.device() == x.device()),
+               "Expected all tensors to be on the same device, but found at least two devices, ", x.device(), " and ",
+               weight.device() != x.device() ? weight.device() : bias.device(), "! (linear: input, weight and bias)");
+      Tensor<T> pre = bias.defined() ? dl::addmm(bias, x2, weight.t()) : dl::detail::matmul_nd(x2, weight.t(), "MmBackward");
+      if constexpr (!std::is_same_v<Act, dl::detail::Identity>) pre = Tensor<T>(expr::apply(act, pre));
+      return pre.reshape(out_shape);
     }
+    const int64_t rows = x2.size(0);
+    Tensor<T> out = empty<T>({rows, outf});
+    dl::detail::Epilogue<T, Act> ep;
+    ep.act = act;
+    if (bias.defined()) ep.bias = {bias.data(), 0, bias.stride(0)};
+    dl::detail::gemm(rows, outf, in, T(1), dl::detail::matrix_ref(x2), dl::detail::MatrixRef<T>{weight.data(), weight.stride(1), weight.stride(0)},
+                     T(0), out.data(), outf, ep);
+    if constexpr (detail::recordable_activation<Act>) {
+      if (needs_grad) {
+        constexpr bool relu = std::is_same_v<Act, expr::Relu>;
+        const Tensor<T> saved_out = relu ? out.detach() : Tensor<T>();  // detached: no cycle through the node
+        out = dl::detail::record_kernel(out, relu ? "LinearReluBackward" : "AddmmBackward", {x2, weight, saved_out},
+            [relu](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
+              std::vector<TensorImplPtr> r(3);
+              const Tensor<T> gp = relu ? detail::relu_mask(g, s[2]) : g;
+              if (needs[0]) r[0] = dl::detail::matmul_nd(gp, s[1], "MmBackward").impl();
+              if (needs[1]) r[1] = dl::detail::matmul_nd(gp.t(), s[0], "MmBackward").impl();
+              if (needs[2]) r[2] = dl::sum(gp, 0).impl();
+              return r;
+            }, x2, weight, bias);
+      }
+    }
+    return out.reshape(out_shape);
   }
-  return out.reshape(out_shape);
 }
 
 template <expression E, class T>
