@@ -1,7 +1,8 @@
 // A user's CUDA program built against dl by tests/packaging/check.sh (nvcc through pkg-config's
 // dl-cuda.pc and CMake's dl::cuda). It builds and links everywhere; it computes only where a GPU is
 // present, and there checks a generated kernel, a reduction and cuBLAS against the CPU.
-#include <dl/dl.hpp>
+#include <dl/tensor.hpp>
+#include <dl/ops/matmul.hpp>
 #include <dl/cuda.hpp>
 
 #include <cstdio>
