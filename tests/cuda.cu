@@ -526,6 +526,22 @@ TEST_CASE("nn::Linear and F::linear on the GPU against the CPU") {
                      dl::nn::functional::linear(x, cpu.weight.detach(), cpu.bias.detach(), dl::expr::Relu{})) < 1e-5);
   CHECK(max_rel_diff(dl::nn::functional::linear(x.cuda(), gpu.weight.detach()), dl::nn::functional::linear(x, cpu.weight.detach())) < 1e-5);
   CHECK(error_of([&] { (void)gpu.forward(x); }).find("Expected all tensors to be on the same device") != std::string::npos);
+  // ReLU with autograd (cuBLASLt with the bias, then the ReLU kernel), double (cuBLAS + kernels),
+  // a transposed weight (not cuBLASLt's layout: cuBLAS).
+  {
+    auto wc = cpu.weight.detach().clone().requires_grad_(), wg = cpu.weight.detach().cuda().requires_grad_();
+    const dl::Tensor<float> rc = dl::nn::functional::linear(x, wc, cpu.bias.detach(), dl::expr::Relu{});
+    const dl::Tensor<float> rg = dl::nn::functional::linear(x.cuda(), wg, cpu.bias.detach().cuda(), dl::expr::Relu{});
+    CHECK(max_rel_diff(rg, rc) < 1e-5);
+    dl::sum(rc * rc).backward();
+    dl::sum(rg * rg).backward();
+    CHECK(max_rel_diff(wg.grad(), wc.grad()) < 1e-4);
+    const auto xd = dl::randn<double>({4, 20}), wd = dl::randn<double>({7, 20}), bd = dl::randn<double>({7});
+    CHECK(max_rel_diff(dl::nn::functional::linear(xd.cuda(), wd.cuda(), bd.cuda()), dl::nn::functional::linear(xd, wd, bd)) < 1e-12);
+    const auto wt = dl::randn({20, 7});
+    CHECK(max_rel_diff(dl::nn::functional::linear(x.cuda(), wt.cuda().t(), cpu.bias.detach().cuda()),
+                       dl::nn::functional::linear(x, wt.t(), cpu.bias.detach())) < 1e-5);
+  }
 }
 
 TEST_CASE("caching allocator: reuse, statistics, out of memory") {

@@ -67,6 +67,7 @@ inline bool install_hooks() {
   rt.pinned_free = [](void* p) { host_allocator().deallocate(p); };
   rt.is_pinned = [](const void* p) { return host_allocator().is_pinned(p); };
   rt.gemm = &gemm;
+  rt.linear = &linear_lt;
   rt.device_count = &::dl::cuda::device_count;
   return true;
 }

@@ -2,11 +2,13 @@
 // device, bound to the current stream), with dl::backends::cuda::matmul::allow_tf32.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <array>
 
 #include "../dtype.hpp"
+#include "../storage.hpp"
 #include "../expr/device.hpp"
 #include "stream.hpp"
 
@@ -90,6 +92,86 @@ inline void gemm(ScalarType dtype, int device, int64_t M, int64_t N, int64_t K, 
     throw Error(::dl::detail::cat("matrix products on the GPU take float or double tensors, got ", dtype_name(dtype)));
   }
   check_launch("cuBLAS gemm");
+}
+
+// ---- cuBLASLt: the linear layer's product with its bias and ReLU in the GEMM epilogue
+
+/// The cuBLASLt handle of this thread for `device`.
+inline cublasLtHandle_t cublaslt_handle(int device) {
+  struct Handles {
+    std::array<cublasLtHandle_t, kMaxDevices> h{};
+    ~Handles() {
+      for (cublasLtHandle_t x : h)
+        if (x) (void)cublasLtDestroy(x);
+    }
+  };
+  thread_local Handles handles;
+  DL_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index ", device, " is out of range");
+  cublasLtHandle_t& h = handles.h[size_t(device)];
+  if (!h) {
+    DeviceGuard g(device);
+    DL_CUBLAS_CHECK(cublasLtCreate(&h));
+  }
+  return h;
+}
+
+/// Owns the cuBLASLt descriptors of one call.
+struct LtDescriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtDescriptors() {
+    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (c) (void)cublasLtMatrixLayoutDestroy(c);
+    if (b) (void)cublasLtMatrixLayoutDestroy(b);
+    if (a) (void)cublasLtMatrixLayoutDestroy(a);
+    if (op) (void)cublasLtMatmulDescDestroy(op);
+  }
+};
+
+/// The hook behind F::linear on CUDA tensors (CudaRuntimeHooks::linear): C [M, N] (row-major,
+/// contiguous) = act(X [M, K] @ W[N, K]^T + bias[N]) with X and W row-major (row strides ldx, ldw,
+/// unit column stride), bias contiguous or null, act 0 (none) or 1 (ReLU). In cuBLASLt's
+/// column-major terms: C^T [N, M] = op_T(W) [N, K] * X^T [K, M], and the epilogue adds the bias
+/// along the rows of C^T. Float only; returns false where the call does not apply (the caller then
+/// uses cuBLAS and a separate kernel).
+inline bool linear_lt(ScalarType dtype, int device, int64_t M, int64_t N, int64_t K, const void* X, int64_t ldx,
+                      const void* W, int64_t ldw, const void* bias, int act, void* C) {
+  if (dtype != ScalarType::Float || M == 0 || N == 0 || K == 0) return false;
+  cublasLtHandle_t h = cublaslt_handle(device);
+  DeviceGuard g(device);
+  const cudaStream_t stream = current_stream(device).handle();
+  LtDescriptors d;
+  const cublasComputeType_t compute =
+      ::dl::backends::cuda::matmul::allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  DL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F));
+  const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+  DL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
+  DL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
+  const cublasLtEpilogue_t epilogue = bias ? (act ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                           : (act ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  DL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  if (bias) DL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  // W as stored: column-major [K, N] with leading dimension ldw; X: column-major [K, M], ldx.
+  DL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.a, CUDA_R_32F, uint64_t(K), uint64_t(N), ldw));
+  DL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.b, CUDA_R_32F, uint64_t(K), uint64_t(M), ldx));
+  DL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_32F, uint64_t(N), uint64_t(M), N));
+  constexpr size_t kWorkspace = size_t(32) << 20;
+  DL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
+  DL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace,
+                                                       sizeof kWorkspace));
+  cublasLtMatmulHeuristicResult_t algo{};
+  int found = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(h, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &algo, &found) != CUBLAS_STATUS_SUCCESS ||
+      found == 0)
+    return false;
+  // The workspace comes from the caching allocator, on this stream (no cudaMalloc in a loop).
+  auto workspace = Storage::allocate(std::max<size_t>(algo.workspaceSize, 1), Device(kCUDA, device));
+  const float one = 1, zero = 0;
+  DL_CUBLAS_CHECK(cublasLtMatmul(h, d.op, &one, W, d.a, X, d.b, &zero, C, d.c, C, d.c, &algo.algo, workspace->data(),
+                                 algo.workspaceSize, stream));
+  check_launch("cuBLASLt matmul (linear)");
+  return true;
 }
 
 }  // namespace detail

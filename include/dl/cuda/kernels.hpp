@@ -32,11 +32,12 @@ inline unsigned grid_for(int64_t n, int per_thread = 1) {
 
 // ---- 16-byte vector loads and stores on the contiguous path
 //
-// A fully contiguous forward pass (one row after the loop plan merged the dims) runs V = 16 /
-// sizeof(output) elements per thread when every operand's row is 16-byte aligned: the thread
-// loads all V elements of each operand first, computes, then stores all V, with the rows'
-// alignment asserted (__builtin_assume_aligned), so that the compiler's load/store vectorizer
-// merges them into 16-byte ld.global.v4 / st.global.v4 (tests/cuda_rules.cu checks the PTX).
+// A fully contiguous forward or fused backward pass (one row after the loop plan merged the dims)
+// runs V = 16 / sizeof(element) elements per thread when every operand's row is 16-byte aligned:
+// the thread loads all V elements of each operand first, computes, then stores all V, with the
+// rows' alignment asserted (__builtin_assume_aligned), so that the compiler's load/store
+// vectorizer merges them into 16-byte vector loads and stores (tests/static/cuda_vector_ptx.sh
+// checks the PTX).
 
 /// Calls f(p) on each row pointer an expression view reads through (leaves) or writes (outputs).
 template <class T, class F>
@@ -51,7 +52,7 @@ __device__ DL_INLINE void for_each_row(expr::ApplyView<Op, Cs...>& v, F& f) {
 }
 
 template <class Body>
-inline constexpr int kVectorElems = 0;  // no vector path (the fused backward pass)
+inline constexpr int kVectorElems = 0;  // no vector path
 template <class View, class O>
 inline constexpr int kVectorElems<expr::AssignBody<View, O>> = int(16 / sizeof(O)) > 1 ? int(16 / sizeof(O)) : 1;
 
@@ -79,6 +80,52 @@ __device__ DL_INLINE void run_vector(const expr::AssignBody<View, O>& b, int64_t
   for (int k = 0; k < V; ++k) v[k] = static_cast<O>(b.src.template at<expr::Access::Contig, false>(j + k));
 #pragma unroll
   for (int k = 0; k < V; ++k) b.out.row[j + k] = v[k];
+}
+
+// The fused backward pass: V elements a thread as well, each leaf's adjoints stored V at a time.
+template <class View, class GView>
+inline constexpr int kVectorElems<autograd::detail::BackwardBody<View, GView>> =
+    int(16 / sizeof(typename GView::value_type)) > 1 ? int(16 / sizeof(typename GView::value_type)) : 1;
+
+template <class View, class GView>
+__device__ DL_INLINE bool rows_aligned(autograd::detail::BackwardBody<View, GView>& b) {
+  bool ok = true;
+  auto check = [&](auto& row) { ok = ok && (reinterpret_cast<uintptr_t>(row) & 15) == 0; };
+  for_each_row(b.src, check);
+  for_each_row(b.g, check);
+  for (size_t k = 0; k < View::leaves; ++k) ok = ok && (reinterpret_cast<uintptr_t>(b.outs[k]) & 15) == 0;
+  return ok;
+}
+
+template <class View, class GView>
+__device__ DL_INLINE void assume_rows_aligned(autograd::detail::BackwardBody<View, GView>& b) {
+  auto assume = [](auto& row) { row = static_cast<std::remove_reference_t<decltype(row)>>(__builtin_assume_aligned(row, 16)); };
+  for_each_row(b.src, assume);
+  for_each_row(b.g, assume);  // (the outputs: at the stores, in run_vector)
+}
+
+/// Elements j .. j + V - 1 of a contiguous fused backward pass (one row: row_off is 0): the
+/// adjoints of all V first, then each selected leaf's V values.
+template <int V, class View, class GView>
+__device__ DL_INLINE void run_vector(const autograd::detail::BackwardBody<View, GView>& b, int64_t j) {
+  using Acc = expr::acc_t<View, false>;
+  Acc acc[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    const auto tape = b.src.template tape<expr::Access::Contig, false>(j + e);
+    acc[e] = Acc{};
+    b.src.template backprop<0, false>(tape, b.g.template at<expr::Access::Contig, false>(j + e), acc[e]);
+  }
+  expr::static_for<View::leaves>([&](auto k) {
+    using L = typename autograd::detail::list_at<typename View::leaf_types, k>::type;
+    if constexpr (floating_scalar<L>) {
+      if (b.outs[k]) {
+        L* p = static_cast<L*>(__builtin_assume_aligned(b.outs[k], 16)) + j;  // (checked by rows_aligned)
+#pragma unroll
+        for (int e = 0; e < V; ++e) p[e] = expr::get<k>(acc[e]);
+      }
+    }
+  });
 }
 
 /// Runs body over every element of the plan. Index type I is int32 when every offset fits.

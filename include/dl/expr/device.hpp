@@ -50,6 +50,11 @@ struct CudaRuntimeHooks {
   /// i + r % c; a keep mask of value a where the word is below c (else 0). `first` is the first
   /// counter reserved from the generator. Installed by .cu files only (nvcc), hence optional: the
   /// creation functions draw on the host and copy without it.
+  /// cuBLASLt for F::linear: C [M, N] = act(X [M, K] @ W [N, K]^T + bias) with the bias (or null)
+  /// and act (0 none, 1 ReLU) in the GEMM epilogue; X and W row-major with row strides ldx, ldw.
+  /// Returns false where it does not apply (not float; no algorithm).
+  bool (*linear)(ScalarType dtype, int device, int64_t M, int64_t N, int64_t K, const void* X, int64_t ldx, const void* W,
+                 int64_t ldw, const void* bias, int act, void* C) = nullptr;
   /// Number of CUDA devices (0 without a device or driver; never throws).
   int (*device_count)() = nullptr;
   void (*philox)(int kind, ScalarType dtype, int device, uint64_t seed, uint64_t first, int64_t n, double a, double b,

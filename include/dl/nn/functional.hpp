@@ -158,11 +158,32 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
     out_shape[out_shape.size() - 1] = outf;
     const Tensor<T> x2 = x.reshape({-1, in});
     if (x.is_cuda() || weight.is_cuda() || (bias.defined() && bias.is_cuda())) {
-      // On the GPU: cuBLAS (addmm, recorded as such), then the activation as a generated kernel.
-      // Not yet one cuBLASLt call with a bias/activation epilogue.
       DL_CHECK(x.device() == weight.device() && (!bias.defined() || bias.device() == x.device()),
                "Expected all tensors to be on the same device, but found at least two devices, ", x.device(), " and ",
                weight.device() != x.device() ? weight.device() : bias.device(), "! (linear: input, weight and bias)");
+      // On the GPU, float: one cuBLASLt call with the bias (and, without autograd, the ReLU) in the
+      // GEMM epilogue.
+      constexpr bool relu = std::is_same_v<Act, expr::Relu>;
+      if constexpr (std::is_same_v<T, float> && (relu || std::is_same_v<Act, dl::detail::Identity>)) {
+        const auto lt = dl::detail::cuda_runtime_hooks().linear;
+        if (lt && !(relu && needs_grad) && x2.stride(1) == 1 && weight.stride(1) == 1 && (!bias.defined() || bias.stride(0) == 1)) {
+          Tensor<T> out = empty<T>({x2.size(0), outf}, x.device());
+          if (lt(ScalarType::Float, x.device().index, x2.size(0), outf, in, x2.data_ptr(), x2.stride(0), weight.data_ptr(),
+                 weight.stride(0), bias.defined() ? bias.data_ptr() : nullptr, relu ? 1 : 0, out.data_ptr())) {
+            if (needs_grad)
+              out = dl::detail::record_kernel(out, "AddmmBackward", {x2, weight},
+                  [](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
+                    std::vector<TensorImplPtr> r(3);
+                    if (needs[0]) r[0] = dl::detail::matmul_nd(g, s[1], "MmBackward").impl();
+                    if (needs[1]) r[1] = dl::detail::matmul_nd(g.t(), s[0], "MmBackward").impl();
+                    if (needs[2]) r[2] = dl::sum(g, 0).impl();
+                    return r;
+                  }, x2, weight, bias);
+            return out.reshape(out_shape);
+          }
+        }
+      }
+      // Otherwise cuBLAS (addmm, recorded as such), then the activation as a generated kernel.
       Tensor<T> pre = bias.defined() ? dl::addmm(bias, x2, weight.t()) : dl::detail::matmul_nd(x2, weight.t(), "MmBackward");
       if constexpr (!std::is_same_v<Act, dl::detail::Identity>) pre = Tensor<T>(expr::apply(act, pre));
       return pre.reshape(out_shape);
