@@ -34,25 +34,29 @@ namespace detail {
       ::dl::cuda::detail::throw_cublas_error(dl_cublas_st_, #call, __FILE__, __LINE__);       \
   } while (0)
 
-/// The cuBLAS handle of this thread for `device` (created on first use, kept for the thread's
-/// life: creating a handle costs far more than a product).
-inline cublasHandle_t cublas_handle(int device) {
+/// This thread's handle of a cuBLAS-style library for `device` (created on first use, kept for the
+/// thread's life: creating a handle costs far more than a product).
+template <class H, cublasStatus_t (*Create)(H*), cublasStatus_t (*Destroy)(H)>
+H thread_handle(int device) {
   struct Handles {
-    std::array<cublasHandle_t, kMaxDevices> h{};
+    std::array<H, kMaxDevices> h{};
     ~Handles() {
-      for (cublasHandle_t x : h)
-        if (x) (void)cublasDestroy(x);
+      for (H x : h)
+        if (x) (void)Destroy(x);
     }
   };
   thread_local Handles handles;
   DL_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index ", device, " is out of range");
-  cublasHandle_t& h = handles.h[size_t(device)];
+  H& h = handles.h[size_t(device)];
   if (!h) {
     DeviceGuard g(device);
-    DL_CUBLAS_CHECK(cublasCreate(&h));
+    DL_CUBLAS_CHECK(Create(&h));
   }
   return h;
 }
+
+/// The cuBLAS handle of this thread for `device`.
+inline cublasHandle_t cublas_handle(int device) { return thread_handle<cublasHandle_t, &cublasCreate_v2, &cublasDestroy_v2>(device); }
 
 /// Operation and leading dimension of an operand for cuBLAS's column-major view of its transpose:
 /// a row-major operand (unit column stride) is read as is, a column-major one transposed.
@@ -98,21 +102,7 @@ inline void gemm(ScalarType dtype, int device, int64_t M, int64_t N, int64_t K, 
 
 /// The cuBLASLt handle of this thread for `device`.
 inline cublasLtHandle_t cublaslt_handle(int device) {
-  struct Handles {
-    std::array<cublasLtHandle_t, kMaxDevices> h{};
-    ~Handles() {
-      for (cublasLtHandle_t x : h)
-        if (x) (void)cublasLtDestroy(x);
-    }
-  };
-  thread_local Handles handles;
-  DL_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index ", device, " is out of range");
-  cublasLtHandle_t& h = handles.h[size_t(device)];
-  if (!h) {
-    DeviceGuard g(device);
-    DL_CUBLAS_CHECK(cublasLtCreate(&h));
-  }
-  return h;
+  return thread_handle<cublasLtHandle_t, &cublasLtCreate, &cublasLtDestroy>(device);
 }
 
 /// Owns the cuBLASLt descriptors of one call.

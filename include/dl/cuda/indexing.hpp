@@ -20,19 +20,6 @@ namespace dl::cuda::detail {
 using ::dl::detail::IndexGeometry;
 using ::dl::detail::IndexMode;
 
-/// Calls f(T{}) with the element type of `dtype`.
-template <class F>
-void with_dtype(ScalarType dtype, F&& f) {
-  switch (dtype) {
-    case ScalarType::Float: f(float{}); break;
-    case ScalarType::Double: f(double{}); break;
-    case ScalarType::Int32: f(int32_t{}); break;
-    case ScalarType::Int64: f(int64_t{}); break;
-    case ScalarType::UInt8: f(uint8_t{}); break;
-    case ScalarType::Bool: f(bool{}); break;
-  }
-}
-
 /// The first out-of-range index a kernel met (flag 0: none).
 struct IndexFault {
   unsigned long long flag;

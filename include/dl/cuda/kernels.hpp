@@ -24,6 +24,19 @@ namespace dl::cuda::detail {
 
 inline constexpr int kThreads = 256;
 
+/// Calls f(T{}) with the element type of `dtype` (the hooks' dtype dispatch).
+template <class F>
+void with_dtype(ScalarType dtype, F&& f) {
+  switch (dtype) {
+    case ScalarType::Float: f(float{}); break;
+    case ScalarType::Double: f(double{}); break;
+    case ScalarType::Int32: f(int32_t{}); break;
+    case ScalarType::Int64: f(int64_t{}); break;
+    case ScalarType::UInt8: f(uint8_t{}); break;
+    case ScalarType::Bool: f(bool{}); break;
+  }
+}
+
 /// Blocks for n elements at kThreads per block and `per_thread` elements per thread.
 inline unsigned grid_for(int64_t n, int per_thread = 1) {
   const int64_t b = (n + int64_t(kThreads) * per_thread - 1) / (int64_t(kThreads) * per_thread);

@@ -106,14 +106,7 @@ inline void philox_fill_device(int kind, ScalarType dtype, int device, uint64_t 
         break;
     }
   };
-  switch (dtype) {
-    case ScalarType::Float: run(float{}); break;
-    case ScalarType::Double: run(double{}); break;
-    case ScalarType::Int32: run(int32_t{}); break;
-    case ScalarType::Int64: run(int64_t{}); break;
-    case ScalarType::UInt8: run(uint8_t{}); break;
-    case ScalarType::Bool: run(bool{}); break;
-  }
+  with_dtype(dtype, run);
   check_launch("a random fill (Philox)");
 }
 

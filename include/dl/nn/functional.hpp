@@ -105,6 +105,20 @@ Tensor<T> relu_mask(const Tensor<T>& g_, const Tensor<T>& mask) {
   }, g_);
 }
 
+/// The backward rule of linear (saved: input [rows, in], weight, and the output when relu): the
+/// gradients of the input, the weight and the bias.
+template <class T>
+auto linear_rule(bool relu) {
+  return [relu](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
+    std::vector<TensorImplPtr> r(3);
+    const Tensor<T> gp = relu ? relu_mask(g, s[2]) : g;
+    if (needs[0]) r[0] = dl::detail::matmul_nd(gp, s[1], "MmBackward").impl();
+    if (needs[1]) r[1] = dl::detail::matmul_nd(gp.t(), s[0], "MmBackward").impl();
+    if (needs[2]) r[2] = dl::sum(gp, 0).impl();
+    return r;
+  };
+}
+
 /// Whether an expression type is relu(something).
 template <class E>
 inline constexpr bool is_relu_of = false;
@@ -170,15 +184,9 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
           Tensor<T> out = empty<T>({x2.size(0), outf}, x.device());
           if (lt(ScalarType::Float, x.device().index, x2.size(0), outf, in, x2.data_ptr(), x2.stride(0), weight.data_ptr(),
                  weight.stride(0), bias.defined() ? bias.data_ptr() : nullptr, relu ? 1 : 0, out.data_ptr())) {
-            if (needs_grad)
-              out = dl::detail::record_kernel(out, "AddmmBackward", {x2, weight},
-                  [](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
-                    std::vector<TensorImplPtr> r(3);
-                    if (needs[0]) r[0] = dl::detail::matmul_nd(g, s[1], "MmBackward").impl();
-                    if (needs[1]) r[1] = dl::detail::matmul_nd(g.t(), s[0], "MmBackward").impl();
-                    if (needs[2]) r[2] = dl::sum(g, 0).impl();
-                    return r;
-                  }, x2, weight, bias);
+            if (needs_grad)  // (relu is false here)
+              out = dl::detail::record_kernel(out, "AddmmBackward", {x2, weight, Tensor<T>()}, detail::linear_rule<T>(false),
+                                              x2, weight, bias);
             return out.reshape(out_shape);
           }
         }
@@ -200,14 +208,7 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
         constexpr bool relu = std::is_same_v<Act, expr::Relu>;
         const Tensor<T> saved_out = relu ? out.detach() : Tensor<T>();  // detached: no cycle through the node
         out = dl::detail::record_kernel(out, relu ? "LinearReluBackward" : "AddmmBackward", {x2, weight, saved_out},
-            [relu](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
-              std::vector<TensorImplPtr> r(3);
-              const Tensor<T> gp = relu ? detail::relu_mask(g, s[2]) : g;
-              if (needs[0]) r[0] = dl::detail::matmul_nd(gp, s[1], "MmBackward").impl();
-              if (needs[1]) r[1] = dl::detail::matmul_nd(gp.t(), s[0], "MmBackward").impl();
-              if (needs[2]) r[2] = dl::sum(gp, 0).impl();
-              return r;
-            }, x2, weight, bias);
+                                        detail::linear_rule<T>(relu), x2, weight, bias);
       }
     }
     return out.reshape(out_shape);
