@@ -721,6 +721,12 @@ struct PinSample {
   int64_t y;
   std::string name;
 };
+struct PinBase {
+  int64_t id;
+};
+struct PinDerived : PinBase {  // fields in two classes: left alone (and it compiles)
+  Tensor<float> x;
+};
 
 }  // namespace
 
@@ -750,6 +756,10 @@ TEST_CASE("DataLoader pin_memory: every tensor of each batch page-locked, values
     data::detail::pin_batch(s);
     CHECK(s.x.is_pinned());
     CHECK(dl::equal(s.x, x));
+    PinDerived derived;
+    derived.x = x;
+    data::detail::pin_batch(derived);
+    CHECK(!derived.x.is_pinned());
   }
   CHECK(FakePinnedMemory::blocks().empty());  // every pinned batch went back
   // Without a GPU: a warning, and the batches as they were.

@@ -238,10 +238,11 @@ void pin_batch(B& b) {
     for (auto& x : b) pin_batch(x);
   } else if constexpr (is_map<B>) {
     for (auto& entry : b) pin_batch(entry.second);
-  } else if constexpr (std::is_aggregate_v<B> && std::is_class_v<B>) {
+  } else if constexpr (std::is_aggregate_v<B> && std::is_class_v<B> && std::is_standard_layout_v<B>) {
+    // Standard layout: no base class with fields, so tie_fields can bind them.
     if constexpr (field_count<B>() >= 1) std::apply([](auto&... f) { (pin_batch(f), ...); }, tie_fields(b));
   }
-  // Numbers, strings, anything else: nothing to pin.
+  // Numbers, strings, anything else (a struct with a base class): nothing to pin.
 }
 
 }  // namespace detail
