@@ -65,6 +65,17 @@ inline CudaRuntimeHooks& cuda_runtime_hooks() {
   return hooks;
 }
 
+/// PyTorch's error for operands (tensors) on different devices.
+template <class... Ts>
+void check_devices(const char* what, const Ts&... ts) {
+  const Device first = [](const auto& t, const auto&...) { return t.device(); }(ts...);
+  auto one = [&](const auto& t) {
+    DL_CHECK(t.device() == first, "Expected all tensors to be on the same device, but found at least two devices, ",
+             first, " and ", t.device(), "! (when checking arguments for ", what, ")");
+  };
+  (one(ts), ...);
+}
+
 [[noreturn]] inline void no_cuda_runtime(Device d) {
   throw Error(cat("cannot use a tensor on ", d,
                   ": this program was built without CUDA support (include <dl/cuda.hpp> and build with the CUDA "

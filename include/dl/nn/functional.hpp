@@ -172,9 +172,8 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
     out_shape[out_shape.size() - 1] = outf;
     const Tensor<T> x2 = x.reshape({-1, in});
     if (x.is_cuda() || weight.is_cuda() || (bias.defined() && bias.is_cuda())) {
-      DL_CHECK(x.device() == weight.device() && (!bias.defined() || bias.device() == x.device()),
-               "Expected all tensors to be on the same device, but found at least two devices, ", x.device(), " and ",
-               weight.device() != x.device() ? weight.device() : bias.device(), "! (linear: input, weight and bias)");
+      dl::detail::check_devices("linear", x, weight);
+      if (bias.defined()) dl::detail::check_devices("linear", x, bias);
       // On the GPU, float: one cuBLASLt call with the bias (and, without autograd, the ReLU) in the
       // GEMM epilogue.
       constexpr bool relu = std::is_same_v<Act, expr::Relu>;

@@ -165,17 +165,6 @@ void check_index_dims(const Tensor<T>& x, const Tensor<int64_t>& index, int d, c
                " expected index ", index.shape(), " to be smaller than self ", x.shape(), " apart from dimension ", d);
 }
 
-/// PyTorch's error for operands on different devices.
-template <class... Ts>
-void check_devices(const char* what, const Ts&... ts) {
-  const Device first = [](const auto& t, const auto&...) { return t.device(); }(ts...);
-  auto one = [&](const auto& t) {
-    DL_CHECK(t.device() == first, "Expected all tensors to be on the same device, but found at least two devices, ",
-             first, " and ", t.device(), "! (when checking arguments for ", what, ")");
-  };
-  (one(ts), ...);
-}
-
 /// The geometry of gather / scatter along d (index_geometry.hpp): the space is index's shape,
 /// `dense` the strides of the other operand over it (null: a scalar).
 template <class T>
@@ -363,8 +352,7 @@ Tensor<T> cat(const std::vector<Tensor<T>>& tensors, int64_t dim) {
   shape[d] = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& t = parts[i];
-    DL_CHECK(t.device() == ref.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
-             ref.device(), " and ", t.device(), "! (when checking argument for argument tensors in method wrapper_cat)");
+    detail::check_devices("cat", ref, t);
     DL_CHECK(t.dim() == ref.dim(), "Tensors must have same number of dimensions: got ", ref.dim(), " and ", t.dim());
     for (int a = 0; a < ref.dim(); ++a)
       DL_CHECK(a == d || t.shape()[a] == ref.shape()[a], "Sizes of tensors must match except in dimension ", d,

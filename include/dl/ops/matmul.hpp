@@ -289,8 +289,7 @@ Tensor<T> outer(const Tensor<T>& u, const Tensor<T>& v, const char* name) {
 template <class T>
 void fill_scaled(const Tensor<T>& out, const Tensor<T>& x, T s) {
   if (out.is_cuda()) {  // one kernel (registered for every .cu file by <dl/cuda.hpp>)
-    DL_CHECK(x.device() == out.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
-             out.device(), " and ", x.device(), "!");
+    check_devices("fill_scaled", out, x);
     expr::assign(out, expr::apply(expr::Mul{}, x, expr::Scalar<T>{s}));
     return;
   }
