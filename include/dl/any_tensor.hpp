@@ -85,6 +85,8 @@ decltype(auto) AnyTensor::visit(F&& f) const {
     case ScalarType::Int32: return f(Tensor<int32_t>(impl_));
     case ScalarType::Int64: return f(Tensor<int64_t>(impl_));
     case ScalarType::Float: return f(Tensor<float>(impl_));
+    case ScalarType::Half: return f(Tensor<Half>(impl_));
+    case ScalarType::BFloat16: return f(Tensor<BFloat16>(impl_));
     default: return f(Tensor<double>(impl_));
   }
 }

@@ -36,7 +36,8 @@ inline TensorOptions device(Device device) { return {.device = device}; }
 inline constexpr ScalarType kFloat32 = ScalarType::Float, kFloat = ScalarType::Float, kFloat64 = ScalarType::Double,
                             kDouble = ScalarType::Double, kInt64 = ScalarType::Int64, kLong = ScalarType::Int64,
                             kInt32 = ScalarType::Int32, kInt = ScalarType::Int32, kUInt8 = ScalarType::UInt8,
-                            kByte = ScalarType::UInt8, kBool = ScalarType::Bool;
+                            kByte = ScalarType::UInt8, kBool = ScalarType::Bool, kFloat16 = ScalarType::Half,
+                            kHalf = ScalarType::Half, kBFloat16 = ScalarType::BFloat16;
 
 /// Uninitialised tensor.
 template <scalar_type T = float>
@@ -364,7 +365,8 @@ namespace detail {
 template <class T>
 constexpr const char* cpp_type_name() {
   return std::is_same_v<T, float> ? "float" : std::is_same_v<T, double> ? "double" : std::is_same_v<T, int64_t> ? "int64_t"
-       : std::is_same_v<T, int32_t> ? "int32_t" : std::is_same_v<T, uint8_t> ? "uint8_t" : "bool";
+       : std::is_same_v<T, int32_t> ? "int32_t" : std::is_same_v<T, uint8_t> ? "uint8_t"
+       : std::is_same_v<T, Half> ? "dl::Half" : std::is_same_v<T, BFloat16> ? "dl::BFloat16" : "bool";
 }
 template <class T>
 void check_options(const TensorOptions& o, const char* what) {
@@ -377,6 +379,8 @@ void check_options(const TensorOptions& o, const char* what) {
       case ScalarType::Int64: want = "int64_t"; break;
       case ScalarType::Float: want = "float"; break;
       case ScalarType::Double: want = "double"; break;
+      case ScalarType::Half: want = "dl::Half"; break;
+      case ScalarType::BFloat16: want = "dl::BFloat16"; break;
     }
     throw Error(cat(what, ": the options ask for dtype ", dtype_name(*o.dtype), " but the tensor type is Tensor<",
                     cpp_type_name<T>(), ">; dl's element type is a template argument: dl::", what, "<", want, ">(...)"));

@@ -165,6 +165,9 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   Tensor<int32_t> to_int() const;
   Tensor<bool> to_bool() const;
   Tensor<uint8_t> byte() const;
+  /// x.half() / x.bfloat16(): the 16-bit floating copies (round to nearest even), differentiable.
+  Tensor<Half> half() const;
+  Tensor<BFloat16> bfloat16() const;
   Tensor<float> float_() const;
   Tensor<double> double_() const;
   Tensor<int64_t> long_() const;

@@ -511,6 +511,8 @@ template <scalar_type T> Tensor<int64_t> Tensor<T>::to_long() const { return to<
 template <scalar_type T> Tensor<int32_t> Tensor<T>::to_int() const { return to<int32_t>(); }
 template <scalar_type T> Tensor<bool> Tensor<T>::to_bool() const { return to<bool>(); }
 template <scalar_type T> Tensor<uint8_t> Tensor<T>::byte() const { return to<uint8_t>(); }
+template <scalar_type T> Tensor<Half> Tensor<T>::half() const { return to<Half>(); }
+template <scalar_type T> Tensor<BFloat16> Tensor<T>::bfloat16() const { return to<BFloat16>(); }
 template <scalar_type T> Tensor<float> Tensor<T>::float_() const { return to<float>(); }
 template <scalar_type T> Tensor<double> Tensor<T>::double_() const { return to<double>(); }
 template <scalar_type T> Tensor<int64_t> Tensor<T>::long_() const { return to<int64_t>(); }
@@ -530,6 +532,8 @@ std::string Tensor<T>::type_name() const {
                                : std::is_same_v<T, int64_t> ? "LongTensor"
                                : std::is_same_v<T, int32_t> ? "IntTensor"
                                : std::is_same_v<T, uint8_t> ? "ByteTensor"
+                               : std::is_same_v<T, Half>    ? "HalfTensor"
+                               : std::is_same_v<T, BFloat16> ? "BFloat16Tensor"
                                                             : "BoolTensor";
   return std::string(device().is_cuda() ? "torch.cuda." : "torch.") + name;
 }

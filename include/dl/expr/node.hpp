@@ -97,7 +97,7 @@ concept expression = is_tensor_v<std::remove_cvref_t<E>> || node<E>;
 
 /// A number that can take part in an expression beside a tensor.
 template <class S>
-concept number = std::is_arithmetic_v<std::remove_cvref_t<S>>;
+concept number = std::is_arithmetic_v<std::remove_cvref_t<S>> || half_float<std::remove_cvref_t<S>>;
 
 template <class E>
 concept operand = expression<E> || number<E>;

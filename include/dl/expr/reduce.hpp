@@ -54,8 +54,23 @@ inline int64_t reduced_count(const Shape& s, uint32_t mask) {
 }
 
 /// Runs reducer R over node n (of shape `shape`) and returns the result tensor.
+template <class R>
+struct float_reducer {
+  using type = R;
+};
+template <template <class> class R, class A>
+struct float_reducer<R<A>> {
+  using type = R<float>;
+};
+
 template <class R, class A, class N>
 Tensor<A> reduce_node(const N& n, const Shape& shape, uint32_t mask, bool keepdim) {
+  if constexpr (half_float<A>) {
+    // dl::Half / dl::BFloat16: accumulated in float, rounded once (PyTorch's opmath).
+    auto wide = reduce_node<typename float_reducer<R>::type, float>(expr::apply(expr::Cast<float>{}, n), shape, mask, keepdim);
+    NoGradGuard no_grad;
+    return wide.template to<A>();
+  } else {
   constexpr const char* name = std::is_same_v<R, expr::SumReducer<A>>    ? "aten::sum"
                                : std::is_same_v<R, expr::ProdReducer<A>> ? "aten::prod"
                                : std::is_same_v<R, expr::MaxReducer<A>>  ? "aten::amax"
@@ -76,6 +91,7 @@ Tensor<A> reduce_node(const N& n, const Shape& shape, uint32_t mask, bool keepdi
     impl->strides = contiguous_strides(impl->shape);
   }
   return Tensor<A>(impl);
+  }
 }
 
 /// g (the gradient of a reduction over `mask`) reshaped with size-1 reduced dims, so that it
@@ -154,8 +170,14 @@ Tensor<expr::value_type_t<E>> mean_impl(const E& e, uint32_t mask, bool keepdim,
   using T = expr::value_type_t<E>;
   static_assert(floating_scalar<T>, "mean() needs a floating tensor; convert it with .to<float>() first");
   const int64_t count = reduced_count(shape, mask);
-  Tensor<T> out = reduce_node<expr::SumReducer<T>, T>(expr::as_node(e), shape, mask, keepdim);
-  {
+  Tensor<T> out;
+  if constexpr (half_float<T>) {  // the sum and the division in float, one rounding
+    NoGradGuard no_grad;
+    Tensor<float> wide = reduce_node<expr::SumReducer<float>, float>(expr::apply(expr::Cast<float>{}, expr::as_node(e)), shape, mask, keepdim);
+    wide.mul_(count ? 1.0f / float(count) : std::numeric_limits<float>::quiet_NaN());
+    out = wide.template to<T>();
+  } else {
+    out = reduce_node<expr::SumReducer<T>, T>(expr::as_node(e), shape, mask, keepdim);
     NoGradGuard no_grad;
     out.mul_(count ? T(1) / T(count) : std::numeric_limits<T>::quiet_NaN());
   }

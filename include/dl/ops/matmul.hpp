@@ -53,6 +53,14 @@ Tensor<expr::value_type_t<A>> baddbmm(const S& self, const A& batch1, const B& b
 
 namespace detail {
 
+/// A Half/BFloat16 operand of a matrix product, widened to float: dl::Half and dl::BFloat16
+/// products run in float and are rounded once at the end (PyTorch's kernels accumulate them in
+/// float too). Differentiable: the gradient flows back through the conversions.
+template <class E>
+Tensor<float> widened(const E& e) {
+  return materialize(e).template to<float>();
+}
+
 template <class A, class B>
 constexpr void check_product_types(const char* /*what*/) {
   using TA = expr::value_type_t<A>;
@@ -375,131 +383,159 @@ bool can_fold(const Tensor<T>& t, int n) {
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> dot(const A& a, const B& b) {
   detail::check_product_types<A, B>("dot");
-  return detail::dot_impl(detail::materialize(a), detail::materialize(b));
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return dot(detail::widened(a), detail::widened(b)).template to<expr::value_type_t<A>>();
+  else {
+    return detail::dot_impl(detail::materialize(a), detail::materialize(b));
+  }
 }
 
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> mv(const A& mat, const B& vec) {
   detail::check_product_types<A, B>("mv");
-  return detail::mv_impl(detail::materialize(mat), detail::materialize(vec));
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return mv(detail::widened(mat), detail::widened(vec)).template to<expr::value_type_t<A>>();
+  else {
+    return detail::mv_impl(detail::materialize(mat), detail::materialize(vec));
+  }
 }
 
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> mm(const A& a, const B& b) {
   detail::check_product_types<A, B>("mm");
-  const auto ta = detail::materialize(a);
-  const auto tb = detail::materialize(b);
-  detail::check_mm(ta, tb);
-  return detail::matmul_nd(ta, tb, "MmBackward");
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return mm(detail::widened(a), detail::widened(b)).template to<expr::value_type_t<A>>();
+  else {
+    const auto ta = detail::materialize(a);
+    const auto tb = detail::materialize(b);
+    detail::check_mm(ta, tb);
+    return detail::matmul_nd(ta, tb, "MmBackward");
+  }
 }
 
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> bmm(const A& batch1, const B& batch2) {
   detail::check_product_types<A, B>("bmm");
-  const auto ta = detail::materialize(batch1);
-  const auto tb = detail::materialize(batch2);
-  detail::check_bmm(ta, tb);
-  return detail::matmul_nd(ta, tb, "BmmBackward");
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return bmm(detail::widened(batch1), detail::widened(batch2)).template to<expr::value_type_t<A>>();
+  else {
+    const auto ta = detail::materialize(batch1);
+    const auto tb = detail::materialize(batch2);
+    detail::check_bmm(ta, tb);
+    return detail::matmul_nd(ta, tb, "BmmBackward");
+  }
 }
 
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> matmul(const A& a_, const B& b_) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::matmul", a_, b_);
   detail::check_product_types<A, B>("matmul");
-  const auto a = detail::materialize(a_);
-  const auto b = detail::materialize(b_);
-  const int d1 = a.dim(), d2 = b.dim();
-  DL_CHECK(d1 >= 1 && d2 >= 1, "both arguments to matmul need to be at least 1D, but they are ", d1, "D and ", d2, "D");
-  if (d1 == 1 && d2 == 1) return detail::dot_impl(a, b);
-  if (d1 == 2 && d2 == 1) return detail::mv_impl(a, b);
-  if (d1 == 1 && d2 == 2) return mm(a.unsqueeze(0), b).squeeze(0);
-  if (d1 == 2 && d2 == 2) return mm(a, b);
-  const int64_t K = a.size(-1), Kb = d2 == 1 ? b.size(0) : b.size(-2);
-  if (d1 >= 3 && d2 <= 2 && K > 0 && detail::can_fold(a, d1 - 1)) {
-    // (..., M, K) @ (K, N): one matrix product over all rows, as a view.
-    DL_CHECK(K == Kb, "mat1 and mat2 shapes cannot be multiplied (", numel(a.shape()) / std::max<int64_t>(K, 1), "x", K,
-             " and ", b.size(0), "x", d2 == 2 ? b.size(1) : 1, ")");
-    Shape out_shape = a.shape();
-    out_shape.pop_back();
-    const Tensor<expr::value_type_t<A>> rows = a.reshape({-1, K});
-    if (d2 == 1) return detail::mv_impl(rows, b).reshape(out_shape);
-    out_shape.push_back(b.size(1));
-    return mm(rows, b).reshape(out_shape);
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return matmul(detail::widened(a_), detail::widened(b_)).template to<expr::value_type_t<A>>();
+  else {
+    const auto a = detail::materialize(a_);
+    const auto b = detail::materialize(b_);
+    const int d1 = a.dim(), d2 = b.dim();
+    DL_CHECK(d1 >= 1 && d2 >= 1, "both arguments to matmul need to be at least 1D, but they are ", d1, "D and ", d2, "D");
+    if (d1 == 1 && d2 == 1) return detail::dot_impl(a, b);
+    if (d1 == 2 && d2 == 1) return detail::mv_impl(a, b);
+    if (d1 == 1 && d2 == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+    if (d1 == 2 && d2 == 2) return mm(a, b);
+    const int64_t K = a.size(-1), Kb = d2 == 1 ? b.size(0) : b.size(-2);
+    if (d1 >= 3 && d2 <= 2 && K > 0 && detail::can_fold(a, d1 - 1)) {
+      // (..., M, K) @ (K, N): one matrix product over all rows, as a view.
+      DL_CHECK(K == Kb, "mat1 and mat2 shapes cannot be multiplied (", numel(a.shape()) / std::max<int64_t>(K, 1), "x", K,
+               " and ", b.size(0), "x", d2 == 2 ? b.size(1) : 1, ")");
+      Shape out_shape = a.shape();
+      out_shape.pop_back();
+      const Tensor<expr::value_type_t<A>> rows = a.reshape({-1, K});
+      if (d2 == 1) return detail::mv_impl(rows, b).reshape(out_shape);
+      out_shape.push_back(b.size(1));
+      return mm(rows, b).reshape(out_shape);
+    }
+    const auto a2 = d1 == 1 ? a.unsqueeze(0) : a;
+    const auto b2 = d2 == 1 ? b.unsqueeze(1) : b;
+    DL_CHECK(K == Kb, "matmul: shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", K, " != ", Kb,
+             " in the contracted dimension)");
+    auto out = detail::matmul_nd(a2, b2, d1 >= 3 && d2 >= 3 ? "BmmBackward" : "MatmulBackward");
+    if (d1 == 1) out = out.squeeze(-2);
+    if (d2 == 1) out = out.squeeze(-1);
+    return out;
   }
-  const auto a2 = d1 == 1 ? a.unsqueeze(0) : a;
-  const auto b2 = d2 == 1 ? b.unsqueeze(1) : b;
-  DL_CHECK(K == Kb, "matmul: shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", K, " != ", Kb,
-           " in the contracted dimension)");
-  auto out = detail::matmul_nd(a2, b2, d1 >= 3 && d2 >= 3 ? "BmmBackward" : "MatmulBackward");
-  if (d1 == 1) out = out.squeeze(-2);
-  if (d2 == 1) out = out.squeeze(-1);
-  return out;
 }
 
 template <expression S, expression A, expression B>
 Tensor<expr::value_type_t<A>> addmm(const S& self_, const A& mat1, const B& mat2, double beta_, double alpha_) {
   detail::check_product_types<A, B>("addmm");
   static_assert(std::is_same_v<expr::value_type_t<S>, expr::value_type_t<A>>, "addmm: self must have the element type of mat1");
-  using T = expr::value_type_t<A>;
-  const auto self = detail::materialize(self_);
-  const auto a = detail::materialize(mat1);
-  const auto b = detail::materialize(mat2);
-  DL_CHECK(a.dim() == 2, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
-  DL_CHECK(b.dim() == 2, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
-  detail::check_mm(a, b);
-  const int64_t M = a.size(0), N = b.size(1);
-  detail::check_expandable(self.shape(), {M, N});
-  const T beta = T(beta_), alpha = T(alpha_);
-  Tensor<T> out = empty<T>({M, N}, a.device());
-  if (out.is_cuda()) {
-    DL_CHECK(self.device() == a.device() && b.device() == a.device(),
-             "Expected all tensors to be on the same device, but found at least two devices, ", a.device(), " and ",
-             self.device() != a.device() ? self.device() : b.device(), "!");
-    NoGradGuard no_grad;
-    if (beta != T(0)) expr::assign(out, expr::apply(expr::Mul{}, self, expr::Scalar<T>{beta}));
-    detail::batched_gemm_cuda(a, b, out, alpha, beta != T(0) ? T(1) : T(0));
-  } else {
-  detail::Epilogue<T> ep;
-  if (beta != T(0)) {
-    const Strides st = detail::expanded_strides(self, {M, N});
-    ep.bias = {self.data(), st[0], st[1]};
-    ep.bias_scale = beta;
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return addmm(detail::widened(self_), detail::widened(mat1), detail::widened(mat2), beta_, alpha_).template to<expr::value_type_t<A>>();
+  else {
+    using T = expr::value_type_t<A>;
+    const auto self = detail::materialize(self_);
+    const auto a = detail::materialize(mat1);
+    const auto b = detail::materialize(mat2);
+    DL_CHECK(a.dim() == 2, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
+    DL_CHECK(b.dim() == 2, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
+    detail::check_mm(a, b);
+    const int64_t M = a.size(0), N = b.size(1);
+    detail::check_expandable(self.shape(), {M, N});
+    const T beta = T(beta_), alpha = T(alpha_);
+    Tensor<T> out = empty<T>({M, N}, a.device());
+    if (out.is_cuda()) {
+      DL_CHECK(self.device() == a.device() && b.device() == a.device(),
+               "Expected all tensors to be on the same device, but found at least two devices, ", a.device(), " and ",
+               self.device() != a.device() ? self.device() : b.device(), "!");
+      NoGradGuard no_grad;
+      if (beta != T(0)) expr::assign(out, expr::apply(expr::Mul{}, self, expr::Scalar<T>{beta}));
+      detail::batched_gemm_cuda(a, b, out, alpha, beta != T(0) ? T(1) : T(0));
+    } else {
+    detail::Epilogue<T> ep;
+    if (beta != T(0)) {
+      const Strides st = detail::expanded_strides(self, {M, N});
+      ep.bias = {self.data(), st[0], st[1]};
+      ep.bias_scale = beta;
+    }
+    detail::gemm(M, N, a.size(1), alpha, detail::matrix_ref(a), detail::matrix_ref(b), T(0), out.data(), N, ep);
+    }
+    return detail::record_kernel(out, "AddmmBackward", {a, b}, [beta, alpha, shape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
+      std::vector<TensorImplPtr> r(3);
+      if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), shape).impl();
+      if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(g, s[1].t(), "MmBackward"), alpha).impl();
+      if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].t(), g, "MmBackward"), alpha).impl();
+      return r;
+    }, self, a, b);
   }
-  detail::gemm(M, N, a.size(1), alpha, detail::matrix_ref(a), detail::matrix_ref(b), T(0), out.data(), N, ep);
-  }
-  return detail::record_kernel(out, "AddmmBackward", {a, b}, [beta, alpha, shape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
-    std::vector<TensorImplPtr> r(3);
-    if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), shape).impl();
-    if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(g, s[1].t(), "MmBackward"), alpha).impl();
-    if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].t(), g, "MmBackward"), alpha).impl();
-    return r;
-  }, self, a, b);
 }
 
 template <expression S, expression A, expression B>
 Tensor<expr::value_type_t<A>> addmv(const S& self_, const A& mat, const B& vec, double beta_, double alpha_) {
   detail::check_product_types<A, B>("addmv");
-  using T = expr::value_type_t<A>;
-  const auto self = detail::materialize(self_);
-  const auto m = detail::materialize(mat);
-  const auto v = detail::materialize(vec);
-  DL_CHECK(m.dim() == 2 && v.dim() == 1, "vector + matrix @ vector expected, got ", self.dim(), ", ", m.dim(), ", ", v.dim());
-  DL_CHECK(m.size(1) == v.size(0), "size mismatch, got ", m.size(0), ", ", m.size(0), "x", m.size(1), ",", v.size(0));
-  detail::check_expandable(self.shape(), Shape{m.size(0)});
-  // On the GPU: addmm with a one-column matrix (cuBLAS; its backward rule covers this one).
-  if (m.is_cuda() || v.is_cuda() || self.is_cuda())
-    return addmm(self.dim() ? self.unsqueeze(-1) : self, m, v.unsqueeze(1), beta_, alpha_).squeeze(-1);
-  const T beta = T(beta_), alpha = T(alpha_);
-  Tensor<T> out = empty<T>({m.size(0)});
-  if (beta != T(0)) detail::fill_scaled(out, self, beta);
-  detail::gemv(m.size(0), m.size(1), alpha, detail::matrix_ref(m), v.data(), v.stride(0), beta != T(0) ? T(1) : T(0), out.data());
-  return detail::record_kernel(out, "AddmvBackward", {m, v}, [beta, alpha, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
-    std::vector<TensorImplPtr> r(3);
-    if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
-    if (needs[1]) r[1] = detail::scaled(detail::outer(g, s[1], "AddmvBackward"), alpha).impl();
-    if (needs[2]) r[2] = detail::scaled(detail::mv_impl(s[0].t(), g), alpha).impl();
-    return r;
-  }, self, m, v);
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return addmv(detail::widened(self_), detail::widened(mat), detail::widened(vec), beta_, alpha_).template to<expr::value_type_t<A>>();
+  else {
+    using T = expr::value_type_t<A>;
+    const auto self = detail::materialize(self_);
+    const auto m = detail::materialize(mat);
+    const auto v = detail::materialize(vec);
+    DL_CHECK(m.dim() == 2 && v.dim() == 1, "vector + matrix @ vector expected, got ", self.dim(), ", ", m.dim(), ", ", v.dim());
+    DL_CHECK(m.size(1) == v.size(0), "size mismatch, got ", m.size(0), ", ", m.size(0), "x", m.size(1), ",", v.size(0));
+    detail::check_expandable(self.shape(), Shape{m.size(0)});
+    // On the GPU: addmm with a one-column matrix (cuBLAS; its backward rule covers this one).
+    if (m.is_cuda() || v.is_cuda() || self.is_cuda())
+      return addmm(self.dim() ? self.unsqueeze(-1) : self, m, v.unsqueeze(1), beta_, alpha_).squeeze(-1);
+    const T beta = T(beta_), alpha = T(alpha_);
+    Tensor<T> out = empty<T>({m.size(0)});
+    if (beta != T(0)) detail::fill_scaled(out, self, beta);
+    detail::gemv(m.size(0), m.size(1), alpha, detail::matrix_ref(m), v.data(), v.stride(0), beta != T(0) ? T(1) : T(0), out.data());
+    return detail::record_kernel(out, "AddmvBackward", {m, v}, [beta, alpha, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
+      std::vector<TensorImplPtr> r(3);
+      if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
+      if (needs[1]) r[1] = detail::scaled(detail::outer(g, s[1], "AddmvBackward"), alpha).impl();
+      if (needs[2]) r[2] = detail::scaled(detail::mv_impl(s[0].t(), g), alpha).impl();
+      return r;
+    }, self, m, v);
+  }
 }
 
 template <expression S, expression A, expression B>
@@ -517,61 +553,69 @@ Tensor<expr::value_type_t<A>> addr(const S& self_, const A& vec1, const B& vec2,
 template <expression S, expression A, expression B>
 Tensor<expr::value_type_t<A>> baddbmm(const S& self_, const A& batch1, const B& batch2, double beta_, double alpha_) {
   detail::check_product_types<A, B>("baddbmm");
-  using T = expr::value_type_t<A>;
-  const auto self = detail::materialize(self_);
-  const auto a = detail::materialize(batch1);
-  const auto b = detail::materialize(batch2);
-  detail::check_bmm(a, b);
-  const Shape shape{a.size(0), a.size(1), b.size(2)};
-  detail::check_expandable(self.shape(), shape);
-  const T beta = T(beta_), alpha = T(alpha_);
-  Tensor<T> out = empty<T>(shape, a.device());
-  {
-    NoGradGuard no_grad;
-    if (beta != T(0)) detail::fill_scaled(out, self, beta);
-    detail::batched_gemm(a, b, out, alpha, beta != T(0) ? T(1) : T(0));
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return baddbmm(detail::widened(self_), detail::widened(batch1), detail::widened(batch2), beta_, alpha_).template to<expr::value_type_t<A>>();
+  else {
+    using T = expr::value_type_t<A>;
+    const auto self = detail::materialize(self_);
+    const auto a = detail::materialize(batch1);
+    const auto b = detail::materialize(batch2);
+    detail::check_bmm(a, b);
+    const Shape shape{a.size(0), a.size(1), b.size(2)};
+    detail::check_expandable(self.shape(), shape);
+    const T beta = T(beta_), alpha = T(alpha_);
+    Tensor<T> out = empty<T>(shape, a.device());
+    {
+      NoGradGuard no_grad;
+      if (beta != T(0)) detail::fill_scaled(out, self, beta);
+      detail::batched_gemm(a, b, out, alpha, beta != T(0) ? T(1) : T(0));
+    }
+    return detail::record_kernel(out, "BaddbmmBackward", {a, b}, [beta, alpha, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
+      std::vector<TensorImplPtr> r(3);
+      if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
+      if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(g, s[1].transpose(1, 2), "BmmBackward"), alpha).impl();
+      if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].transpose(1, 2), g, "BmmBackward"), alpha).impl();
+      return r;
+    }, self, a, b);
   }
-  return detail::record_kernel(out, "BaddbmmBackward", {a, b}, [beta, alpha, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
-    std::vector<TensorImplPtr> r(3);
-    if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
-    if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(g, s[1].transpose(1, 2), "BmmBackward"), alpha).impl();
-    if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].transpose(1, 2), g, "BmmBackward"), alpha).impl();
-    return r;
-  }, self, a, b);
 }
 
 template <expression S, expression A, expression B>
 Tensor<expr::value_type_t<A>> addbmm(const S& self_, const A& batch1, const B& batch2, double beta_, double alpha_) {
   detail::check_product_types<A, B>("addbmm");
-  using T = expr::value_type_t<A>;
-  const auto self = detail::materialize(self_);
-  const auto a = detail::materialize(batch1);
-  const auto b = detail::materialize(batch2);
-  detail::check_bmm(a, b);
-  const int64_t nb = a.size(0), M = a.size(1), N = b.size(2), K = a.size(2);
-  detail::check_expandable(self.shape(), {M, N});
-  // On the GPU: one product, sum_i A_i B_i = [A_0 .. A_nb-1] @ [B_0; ..; B_nb-1] (addmm's cuBLAS
-  // call and backward rule; the reshapes are differentiable).
-  if (a.is_cuda() || b.is_cuda() || self.is_cuda())
-    return addmm(self, a.transpose(0, 1).reshape({M, nb * K}), b.reshape({nb * K, N}), beta_, alpha_);
-  const T beta = T(beta_), alpha = T(alpha_);
-  Tensor<T> out = empty<T>({M, N});
-  {
-    NoGradGuard no_grad;
-    if (beta != T(0)) detail::fill_scaled(out, self, beta);
-    else std::fill(out.data(), out.data() + out.numel(), T(0));
-    // Accumulated product by product into the one output (each product uses all threads).
-    for (int64_t i = 0; i < nb; ++i)
-      detail::gemm(M, N, K, alpha, detail::matrix_ref(a[i]), detail::matrix_ref(b[i]), T(1), out.data(), N);
+  if constexpr (half_float<expr::value_type_t<A>>)
+    return addbmm(detail::widened(self_), detail::widened(batch1), detail::widened(batch2), beta_, alpha_).template to<expr::value_type_t<A>>();
+  else {
+    using T = expr::value_type_t<A>;
+    const auto self = detail::materialize(self_);
+    const auto a = detail::materialize(batch1);
+    const auto b = detail::materialize(batch2);
+    detail::check_bmm(a, b);
+    const int64_t nb = a.size(0), M = a.size(1), N = b.size(2), K = a.size(2);
+    detail::check_expandable(self.shape(), {M, N});
+    // On the GPU: one product, sum_i A_i B_i = [A_0 .. A_nb-1] @ [B_0; ..; B_nb-1] (addmm's cuBLAS
+    // call and backward rule; the reshapes are differentiable).
+    if (a.is_cuda() || b.is_cuda() || self.is_cuda())
+      return addmm(self, a.transpose(0, 1).reshape({M, nb * K}), b.reshape({nb * K, N}), beta_, alpha_);
+    const T beta = T(beta_), alpha = T(alpha_);
+    Tensor<T> out = empty<T>({M, N});
+    {
+      NoGradGuard no_grad;
+      if (beta != T(0)) detail::fill_scaled(out, self, beta);
+      else std::fill(out.data(), out.data() + out.numel(), T(0));
+      // Accumulated product by product into the one output (each product uses all threads).
+      for (int64_t i = 0; i < nb; ++i)
+        detail::gemm(M, N, K, alpha, detail::matrix_ref(a[i]), detail::matrix_ref(b[i]), T(1), out.data(), N);
+    }
+    return detail::record_kernel(out, "AddbmmBackward", {a, b}, [beta, alpha, nb, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
+      std::vector<TensorImplPtr> r(3);
+      const Tensor<T> gb = g.unsqueeze(0).expand({nb, g.size(0), g.size(1)});
+      if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
+      if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(gb, s[1].transpose(1, 2), "BmmBackward"), alpha).impl();
+      if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].transpose(1, 2), gb, "BmmBackward"), alpha).impl();
+      return r;
+    }, self, a, b);
   }
-  return detail::record_kernel(out, "AddbmmBackward", {a, b}, [beta, alpha, nb, sshape = self.shape()](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
-    std::vector<TensorImplPtr> r(3);
-    const Tensor<T> gb = g.unsqueeze(0).expand({nb, g.size(0), g.size(1)});
-    if (needs[0]) r[0] = detail::sum_to(detail::scaled(g, beta), sshape).impl();
-    if (needs[1]) r[1] = detail::scaled(detail::matmul_nd(gb, s[1].transpose(1, 2), "BmmBackward"), alpha).impl();
-    if (needs[2]) r[2] = detail::scaled(detail::matmul_nd(s[0].transpose(1, 2), gb, "BmmBackward"), alpha).impl();
-    return r;
-  }, self, a, b);
 }
 
 }  // namespace dl
