@@ -431,7 +431,7 @@ TEST_CASE("indexing and joining ops against the CPU") {
   CHECK(error_of([&] { (void)dl::gather(g, 1, idx); }).find("Expected all tensors to be on the same device") != std::string::npos);
   CHECK(error_of([&] { (void)dl::cat({g, x}); }).find("cuda:0 and cpu") != std::string::npos);
   CHECK(error_of([&] { (void)dl::index_add(dl::zeros<uint8_t>({3}, kGpu), 0, dl::tensor<int64_t>({0}).cuda(), dl::ones<uint8_t>({1}, kGpu)); })
-            .find("accumulating on CUDA is supported for float, double, int32 and int64") != std::string::npos);
+            .find("accumulating on CUDA is supported for float, double, float16, bfloat16, int32 and int64") != std::string::npos);
 }
 
 TEST_CASE("gradients of indexing ops on the GPU against the CPU") {

@@ -177,6 +177,8 @@ StateDict every_dtype() {
   sd.insert("empty", dl::zeros<float>({0, 3}));
   sd.insert("empty_i64", dl::zeros<int64_t>({2, 0}));
   sd.insert("eight_dims", refbin::det<float>({1, 2, 1, 2, 1, 2, 1, 2}, 6));
+  sd.insert("float16", refbin::det<float>({2, 3}, 13).half());
+  sd.insert("bfloat16", refbin::det<float>({3}, 14).bfloat16());
   return sd;
 }
 
@@ -318,11 +320,19 @@ TEST_CASE("io: safetensors errors") {
     CHECK_ERROR(from(st_file(deep)), "nested more deeply");
     CHECK(from(st_file(R"({"__metadata__":null})")).empty());
   }
-  SUBCASE("dtypes: unsupported ones are named with their tensor") {
-    CHECK_ERROR(dl::io::from_safetensors(read_file(kDir + "half.safetensors")),
-                "tensor 'w' has dtype F16, which dl does not support");
-    CHECK_ERROR(from(st_file(R"({"b":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", f8.substr(0, 4))),
-                "tensor 'b' has dtype BF16");
+  SUBCASE("dtypes: F16 and BF16 load as dl::Half and dl::BFloat16; unsupported ones are named with their tensor") {
+    const StateDict h = dl::io::from_safetensors(read_file(kDir + "half.safetensors"));  // written by PyTorch
+    REQUIRE(h.at("w").dtype() == ScalarType::Half);
+    const Tensor<dl::Half> w = h.get<dl::Half>("w");
+    const Tensor<double> want = refbin::det<double>({2, 2}, 80);
+    for (int64_t i = 0; i < 4; ++i) CHECK(double(float(w.data()[i])) == doctest::Approx(want.data()[i]).epsilon(1e-3));
+    const std::string two_bf16("\x80\x3f\x00\xc0", 4);  // 1.0, -2.0
+    const StateDict b = from(st_file(R"({"b":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", two_bf16));
+    REQUIRE(b.at("b").dtype() == ScalarType::BFloat16);
+    CHECK(float(b.get<dl::BFloat16>("b").data()[0]) == 1.0f);
+    CHECK(float(b.get<dl::BFloat16>("b").data()[1]) == -2.0f);
+    CHECK_ERROR(from(st_file(R"({"b":{"dtype":"I8","shape":[2],"data_offsets":[0,2]}})", f8.substr(0, 2))),
+                "tensor 'b' has dtype I8, which dl does not support");
     CHECK_ERROR(from(st_file(R"({"b":{"dtype":"XYZ","shape":[2],"data_offsets":[0,4]}})", f8.substr(0, 4))),
                 "tensor 'b' has the unknown dtype 'XYZ'");
   }
@@ -620,7 +630,17 @@ TEST_CASE("io: .pth errors") {
                 "bool storage '0' holds the byte 7 at element 1");
   }
   SUBCASE("unsupported dtypes, legacy files and forbidden globals from PyTorch") {
-    CHECK_ERROR(dl::load(kDir + "half.pth"), "tensor 'w' has dtype float16 (torch.HalfStorage), which dl does not support");
+    const StateDict half = dl::load(kDir + "half.pth");  // float16, written by torch.save
+    REQUIRE(half.at("w").dtype() == ScalarType::Half);
+    const Tensor<double> want = refbin::det<double>({2, 2}, 80);
+    for (int64_t i = 0; i < 4; ++i)
+      CHECK(double(float(half.get<dl::Half>("w").data()[i])) == doctest::Approx(want.data()[i]).epsilon(1e-3));
+    std::string int8 = one_tensor(2, 0, {2}, {1});
+    const size_t at = int8.find("FloatStorage\n");
+    REQUIRE(at != std::string::npos);
+    int8.replace(at, 13, "CharStorage\n");
+    CHECK_ERROR(from(archive(int8, {{"data/0", std::string(2, '\1')}})),
+                "tensor 'w' has dtype int8 (torch.CharStorage), which dl does not support");
     CHECK_ERROR(dl::load(kDir + "legacy.pth"), "a legacy PyTorch file");
     CHECK_ERROR(dl::load(kDir + "evil.pth"), "global 'posix.system' is not allowed");
   }

@@ -99,8 +99,12 @@ struct BasicKernels {
     if constexpr (floating_scalar<T>) {
       // Mul of two tensors: dropout's input * mask.
       ok = ok && rows<expr::ApplyView<expr::Add, Leaf, Leaf>>() && rows<expr::ApplyView<expr::Mul, Leaf, Scalar>>() &&
-           rows<expr::ApplyView<expr::Mul, Leaf, Leaf>>() &&
-           expr::DeviceReduce<expr::SumReducer<T>, T, Leaf>::registered;
+           rows<expr::ApplyView<expr::Mul, Leaf, Leaf>>();
+      // Sums (gradients of broadcast operands); Half/BFloat16 ones accumulate in float.
+      if constexpr (half_float<T>)
+        ok = ok && expr::DeviceReduce<expr::SumReducer<float>, float, expr::ApplyView<expr::Cast<float>, Leaf>>::registered;
+      else
+        ok = ok && expr::DeviceReduce<expr::SumReducer<T>, T, Leaf>::registered;
     }
     return ok;
   }
@@ -111,6 +115,8 @@ inline const bool basic_kernels_registered =
     BasicKernels<float>::instantiate() && BasicKernels<double>::instantiate() && BasicKernels<int64_t>::instantiate() &&
     BasicKernels<int32_t>::instantiate() && BasicKernels<uint8_t>::instantiate() && BasicKernels<bool>::instantiate() &&
     cast_kernel<float, double> && cast_kernel<double, float> && cast_kernel<float, int64_t> && cast_kernel<int64_t, float> &&
-    cast_kernel<float, bool> && cast_kernel<float, int32_t>;
+    cast_kernel<float, bool> && cast_kernel<float, int32_t> && BasicKernels<Half>::instantiate() &&
+    BasicKernels<BFloat16>::instantiate() && cast_kernel<Half, float> && cast_kernel<float, Half> &&
+    cast_kernel<BFloat16, float> && cast_kernel<float, BFloat16>;
 }  // namespace dl::cuda::detail
 #endif

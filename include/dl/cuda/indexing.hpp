@@ -29,15 +29,29 @@ struct IndexFault {
 
 template <class T>
 __device__ void atomic_add(T* p, T v) {
-  if constexpr (std::is_same_v<T, int64_t>)
+  if constexpr (std::is_same_v<T, int64_t>) {
     atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
-  else
+  } else if constexpr (half_float<T>) {
+    // A compare-and-swap loop on the aligned 32-bit word that holds the 16-bit element; the sum
+    // is formed in float and rounded once, as the CPU's accumulation.
+    auto* word = reinterpret_cast<unsigned int*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(3));
+    const unsigned shift = (reinterpret_cast<uintptr_t>(p) & 2) ? 16u : 0u;
+    unsigned int old = *word, assumed;
+    do {
+      assumed = old;
+      const T cur = T::from_bits(uint16_t(assumed >> shift));
+      const unsigned sum = T(float(cur) + float(v)).bits();
+      old = atomicCAS(word, assumed, (assumed & ~(0xffffu << shift)) | (sum << shift));
+    } while (assumed != old);
+  } else {
     atomicAdd(p, v);
+  }
 }
 
 template <class T>
 inline constexpr bool has_atomic_add =
-    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+    half_float<T>;
 
 template <class T, IndexMode M>
 __global__ void __launch_bounds__(kThreads)
@@ -88,7 +102,7 @@ inline void indexed_copy(ScalarType dtype, int device, IndexMode mode, const Ind
       case IndexMode::Assign: indexed_copy_kernel<T, IndexMode::Assign><<<grid, kThreads, 0, s>>>(g, x, d, v, false, fault); break;
       case IndexMode::Add:
         if constexpr (!has_atomic_add<T>) {
-          throw Error(::dl::detail::cat(what, ": accumulating on CUDA is supported for float, double, int32 and int64 tensors, not ",
+          throw Error(::dl::detail::cat(what, ": accumulating on CUDA is supported for float, double, float16, bfloat16, int32 and int64 tensors, not ",
                                         dtype_name(dtype)));
         } else {
           indexed_copy_kernel<T, IndexMode::Add><<<grid, kThreads, 0, s>>>(g, x, d, v, dense && value, fault);
@@ -215,7 +229,7 @@ inline void unravel(int device, const int64_t* pos, int64_t count, int nd, const
 template <bool IsMax, class T>
 __device__ bool arg_better(T cv, int64_t ci, T bv, int64_t bi) {
   auto strictly = [](T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (floating_scalar<T>) {
       if (b != b) return false;  // NaN
       if (a != a) return true;
     }

@@ -34,6 +34,8 @@ void with_dtype(ScalarType dtype, F&& f) {
     case ScalarType::Int64: f(int64_t{}); break;
     case ScalarType::UInt8: f(uint8_t{}); break;
     case ScalarType::Bool: f(bool{}); break;
+    case ScalarType::Half: f(Half{}); break;
+    case ScalarType::BFloat16: f(BFloat16{}); break;
   }
 }
 

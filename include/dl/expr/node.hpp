@@ -114,7 +114,7 @@ using tensor_t = Tensor<value_type_t<E>>;
 template <class A, class S>
 using scalar_operand_t =
     std::conditional_t<floating_scalar<A>, A,
-                       std::conditional_t<std::is_floating_point_v<S>, float,
+                       std::conditional_t<std::is_floating_point_v<S> || half_float<S>, float,
                                           std::conditional_t<std::is_same_v<A, bool> && !std::is_same_v<S, bool>,
                                                              int64_t, A>>>;
 

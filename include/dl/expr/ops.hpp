@@ -342,7 +342,7 @@ struct PowScalar {
       if (p == E(1)) return x;
       if (p == E(3)) return x * x * x;
       if (p == E(0)) return X(S(1));  // also for NaN, as std::pow and PyTorch
-      if constexpr (std::is_floating_point_v<E>) {  // E(0.5) is 0 for an integral E
+      if constexpr (floating_scalar<E>) {  // E(0.5) is 0 for an integral E
         if (p == E(0.5)) return sqrt(x);
       }
       if (p == E(-1)) return S(1) / x;
@@ -443,7 +443,7 @@ struct IsNan {
       using S = scalar_of_t<X>;                                                         \
       constexpr S inf = std::numeric_limits<S>::infinity();                             \
       (void)inf;                                                                        \
-      if constexpr (std::is_floating_point_v<S>) return floating;                       \
+      if constexpr (floating_scalar<S>) return floating;                                   \
       else return integral;                                                             \
     }                                                                                   \
   };

@@ -271,7 +271,7 @@ MaxResult<T> arg_reduce(const Tensor<T>& input, int64_t dim, bool keepdim, const
   int64_t* ix = static_cast<int64_t*>(idxs->data());
   const T* src = x.data();
   auto better = [](T cand, T best) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (floating_scalar<T>) {
       if (std::isnan(best)) return false;
       if (std::isnan(cand)) return true;
     }

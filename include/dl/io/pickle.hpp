@@ -225,8 +225,8 @@ DL_API StorageType storage_type_from_name(std::string_view name) {
       {"IntStorage", "int32", true, ScalarType::Int32},
       {"ByteStorage", "uint8", true, ScalarType::UInt8},
       {"BoolStorage", "bool", true, ScalarType::Bool},
-      {"HalfStorage", "float16", false, ScalarType::Float},
-      {"BFloat16Storage", "bfloat16", false, ScalarType::Float},
+      {"HalfStorage", "float16", true, ScalarType::Half},
+      {"BFloat16Storage", "bfloat16", true, ScalarType::BFloat16},
       {"CharStorage", "int8", false, ScalarType::Float},
       {"ShortStorage", "int16", false, ScalarType::Float},
       {"ComplexFloatStorage", "complex64", false, ScalarType::Float},
@@ -251,6 +251,8 @@ DL_API std::string_view storage_class_name(ScalarType t) {
     case ScalarType::Int64: return "LongStorage";
     case ScalarType::Float: return "FloatStorage";
     case ScalarType::Double: return "DoubleStorage";
+    case ScalarType::Half: return "HalfStorage";
+    case ScalarType::BFloat16: return "BFloat16Storage";
   }
   return "?";
 }

@@ -78,6 +78,8 @@ DL_API std::string_view safetensors_dtype(ScalarType t) {
     case ScalarType::Int64: return "I64";
     case ScalarType::Float: return "F32";
     case ScalarType::Double: return "F64";
+    case ScalarType::Half: return "F16";
+    case ScalarType::BFloat16: return "BF16";
   }
   return "?";
 }
@@ -135,8 +137,10 @@ DL_API SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_
     else if (dtype == "I64") e.dtype = ScalarType::Int64;
     else if (dtype == "F32") e.dtype = ScalarType::Float;
     else if (dtype == "F64") e.dtype = ScalarType::Double;
+    else if (dtype == "F16") e.dtype = ScalarType::Half;
+    else if (dtype == "BF16") e.dtype = ScalarType::BFloat16;
     else {
-      static const std::set<std::string_view> known = {"F16", "BF16", "I8", "I16", "U16", "U32", "U64",
+      static const std::set<std::string_view> known = {"I8", "I16", "U16", "U32", "U64",
                                                        "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2",
                                                        "F4", "C64", "C128"};
       DL_CHECK(!known.count(dtype), what, ": tensor '", name, "' has dtype ", dtype,

@@ -48,7 +48,7 @@ Tensor<R> scan_kernel(const Tensor<T>& x_, int d, bool reverse) {
     if (a > d) inner *= x.shape()[a];
   }
   if (out.numel() == 0) return out;
-  using Acc = std::conditional_t<std::is_floating_point_v<R>, double, int64_t>;
+  using Acc = std::conditional_t<floating_scalar<R>, double, int64_t>;
   constexpr int64_t B = 64;
   const int64_t blocks = (inner + B - 1) / B;
   const T* src = x.data();

@@ -122,7 +122,7 @@ namespace detail {
 /// a before b in ascending (descending) order, NaN after (before) every number.
 template <class T>
 bool value_before(T a, T b, bool descending) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (floating_scalar<T>) {
     const bool na = a != a, nb = b != b;
     if (na || nb) return descending ? (na && !nb) : (!na && nb);
   }

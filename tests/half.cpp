@@ -1,0 +1,234 @@
+// Tests of dl::Half and dl::BFloat16 (dl/half.hpp) and of Tensor<Half>/Tensor<BFloat16>:
+// conversions bit for bit against PyTorch's (tests/data/half_ref.bin, written by
+// tests/gen_half_reference.py), every binary16 pattern decoded exactly, type promotion, elementwise
+// expressions, reductions (float accumulation), matrix products, autograd through 16-bit tensors
+// and conversions, printing, and error paths.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include <dl/dl.hpp>
+
+#include "refbin.hpp"
+
+using dl::BFloat16;
+using dl::Half;
+using dl::Shape;
+using dl::Tensor;
+
+namespace {
+
+const refbin::File ref("half_ref.bin");
+
+#define CHECK_ERROR(expr, text) CHECK_THROWS_WITH_AS(expr, doctest::Contains(text), dl::Error)
+
+/// The value of a binary16 pattern, by the IEEE definition (independent of dl's decoder).
+double half_value(uint16_t h) {
+  const int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0 ? std::ldexp(double(m), -24) : e == 31 ? (m ? std::nan("") : INFINITY) : std::ldexp(double(1024 + m), e - 25);
+  return sign ? -v : v;
+}
+
+template <class T>
+Tensor<T> det16(const Shape& shape, int64_t seed) {
+  return refbin::det<double>(shape, seed).template to<T>();  // det's doubles rounded once, as torch's .to()
+}
+
+template <class T>
+void check16(const Tensor<T>& got, const std::string& key) {
+  static_assert(dl::half_float<T>);
+  // 16-bit results agree with PyTorch's to the last bit or one unit in the last place (libm's
+  // exp/tanh may round the float intermediate differently from PyTorch's vectorised ones).
+  ref.check(got, key, std::is_same_v<T, Half> ? 2e-3 : 1.6e-2);
+}
+
+}  // namespace
+
+TEST_CASE("half: float -> float16 / bfloat16 rounding, bit for bit against PyTorch") {
+  const Tensor<double> in = ref.tensor<double>("conv/inputs");
+  const Tensor<int64_t> f16 = ref.tensor<int64_t>("conv/f16_bits"), bf16 = ref.tensor<int64_t>("conv/bf16_bits");
+  int bad16 = 0, badbf = 0;
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    const float x = float(in.data()[i]);
+    const uint16_t h = Half(x).bits(), b = BFloat16(x).bits();
+    if (std::isnan(x)) {  // any NaN pattern (PyTorch's vectorised bfloat16 path gives 0xffff, its scalar one 0x7fc0)
+      CHECK(std::isnan(float(Half(x))));
+      CHECK(std::isnan(float(BFloat16(x))));
+      CHECK(std::isnan(float(BFloat16::from_bits(uint16_t(bf16.data()[i])))));
+      continue;
+    }
+    if (h != uint16_t(f16.data()[i])) {
+      ++bad16;
+      MESSAGE("float16 of ", x, ": dl ", h, ", PyTorch ", f16.data()[i]);
+    }
+    if (b != uint16_t(bf16.data()[i])) {
+      ++badbf;
+      MESSAGE("bfloat16 of ", x, ": dl ", b, ", PyTorch ", bf16.data()[i]);
+    }
+  }
+  CHECK(bad16 == 0);
+  CHECK(badbf == 0);
+  // The tensor conversions use the same rounding.
+  const Tensor<Half> th = in.to<float>().half();
+  const Tensor<BFloat16> tb = in.to<float>().bfloat16();
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    if (std::isnan(in.data()[i])) continue;
+    CHECK(th.data()[i].bits() == uint16_t(f16.data()[i]));
+    CHECK(tb.data()[i].bits() == uint16_t(bf16.data()[i]));
+  }
+}
+
+TEST_CASE("half: every float16 pattern decodes exactly and survives the round trip") {
+  int bad = 0;
+  for (uint32_t u = 0; u < 65536; ++u) {
+    const Half h = Half::from_bits(uint16_t(u));
+    const float f = h;
+    const double want = half_value(uint16_t(u));
+    if (std::isnan(want)) {
+      bad += !std::isnan(f) || !std::isnan(float(Half(f)));
+      continue;
+    }
+    bad += double(f) != want || Half(f).bits() != u;
+  }
+  CHECK(bad == 0);
+  for (uint32_t u = 0; u < 65536; u += 3) {
+    const BFloat16 b = BFloat16::from_bits(uint16_t(u));
+    const float f = b;
+    if (std::isnan(f)) continue;
+    CHECK(BFloat16(f).bits() == u);
+  }
+}
+
+TEST_CASE("half: limits are torch.finfo's") {
+  using LH = std::numeric_limits<Half>;
+  using LB = std::numeric_limits<BFloat16>;
+  CHECK(float(LH::max()) == 65504.0f);
+  CHECK(float(LH::lowest()) == -65504.0f);
+  CHECK(float(LH::epsilon()) == 0.0009765625f);
+  CHECK(float(LH::min()) == std::ldexp(1.0f, -14));
+  CHECK(float(LH::denorm_min()) == std::ldexp(1.0f, -24));
+  CHECK(std::isinf(float(LH::infinity())));
+  CHECK(std::isnan(float(LH::quiet_NaN())));
+  CHECK(float(LB::max()) == doctest::Approx(3.3895313892515355e38));
+  CHECK(float(LB::epsilon()) == 0.0078125f);
+  CHECK(float(LB::min()) == std::numeric_limits<float>::min());
+  CHECK(std::isinf(float(LB::infinity())));
+  CHECK(std::isnan(float(LB::quiet_NaN())));
+}
+
+TEST_CASE("half: dtypes, names and PyTorch's promotion") {
+  static_assert(std::is_same_v<dl::promote_t<Half, float>, float>);
+  static_assert(std::is_same_v<dl::promote_t<Half, double>, double>);
+  static_assert(std::is_same_v<dl::promote_t<int64_t, Half>, Half>);
+  static_assert(std::is_same_v<dl::promote_t<bool, BFloat16>, BFloat16>);
+  static_assert(std::is_same_v<dl::promote_t<Half, BFloat16>, float>);
+  static_assert(std::is_same_v<dl::promote_t<BFloat16, BFloat16>, BFloat16>);
+  static_assert(dl::floating_scalar<Half> && dl::floating_scalar<BFloat16>);
+  static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);
+  const Tensor<Half> h = dl::zeros<Half>({2, 3});
+  CHECK(h.dtype() == dl::kHalf);
+  CHECK(h.dtype() == dl::kFloat16);
+  CHECK(dl::dtype_name(h.dtype()) == "float16");
+  CHECK(dl::dtype_name(dl::kBFloat16) == "bfloat16");
+  CHECK(dl::element_size(dl::kHalf) == 2);
+  CHECK(h.type_name() == "torch.HalfTensor");
+  CHECK(dl::ones<BFloat16>({1}).type_name() == "torch.BFloat16Tensor");
+  // A number keeps a 16-bit tensor 16-bit; a float32 tensor widens it; float16 with bfloat16 is float32.
+  auto x = det16<Half>({3, 7}, 1);
+  static_assert(std::is_same_v<dl::expr::value_type_t<decltype(x + 2.5)>, Half>);
+  static_assert(std::is_same_v<dl::expr::value_type_t<decltype(x + dl::ones<float>({3, 7}))>, float>);
+  static_assert(std::is_same_v<dl::expr::value_type_t<decltype(x + dl::ones<BFloat16>({3, 7}))>, float>);
+  static_assert(std::is_same_v<dl::expr::value_type_t<decltype(x + dl::ones<int64_t>({3, 7}))>, Half>);
+  CHECK_ERROR(dl::zeros<Half>({2}, dl::dtype(dl::kFloat32)), "Tensor<dl::Half>");
+  CHECK_ERROR(dl::zeros<float>({2}, dl::dtype(dl::kBFloat16)), "dl::zeros<dl::BFloat16>");
+}
+
+TEST_CASE_TEMPLATE("half: elementwise expressions, reductions and products against PyTorch", T, Half, BFloat16) {
+  const std::string k = std::is_same_v<T, Half> ? "f16/" : "bf16/";
+  const Tensor<T> a = det16<T>({3, 7}, 1), b = det16<T>({3, 7}, 2), c = det16<T>({3, 7}, 3), d = det16<T>({3, 7}, 4);
+  // Each op computes in float and rounds its result, as eager PyTorch; a fused expression rounds
+  // at the same points (every node's value has the node's type).
+  const Tensor<T> y = dl::sigmoid(a * b + c) * d;
+  check16(y, k + "expr");
+  check16(Tensor<T>(dl::exp(a)), k + "exp");
+  check16(Tensor<T>(a / b), k + "div");
+  check16(Tensor<T>(dl::tanh(b)), k + "tanh");
+  check16(Tensor<T>(a + 2.5), k + "add_scalar");
+  // float accumulation: a 16-bit accumulator would stall long before 4096 terms
+  check16(det16<T>({4096}, 5).sum(), k + "sum_all");
+  const Tensor<T> m = det16<T>({8, 512}, 6);
+  check16(m.mean(1), k + "mean_dim1");
+  check16(m.sum(0), k + "sum_dim0");
+  check16(m.amax(1), k + "amax_dim1");
+  check16(dl::matmul(det16<T>({5, 64}, 7), det16<T>({64, 3}, 8)), k + "mm");
+  const Tensor<float> mixed = a + refbin::det<float>({3, 7}, 9);
+  ref.check(mixed, k + "mixed", 1e-6);
+  // Views, joins, indexing and in-place ops move 16-bit elements unchanged.
+  const Tensor<T> j = dl::cat({a, b}, 0);
+  CHECK(j.shape() == Shape{6, 7});
+  CHECK(j[4][5].item().bits() == b[1][5].item().bits());
+  const Tensor<T> sel = dl::index_select(a.t(), 0, dl::tensor<int64_t>({6, 0}));
+  CHECK(sel[0][2].item().bits() == a[2][6].item().bits());
+  Tensor<T> z = a.clone();
+  z.mul_(2.0);
+  CHECK(float(z[1][1].item()) == float(T(float(a[1][1].item()) * 2.0f)));
+  z.fill_(0.1);
+  CHECK(z[0][0].item().bits() == T(0.1f).bits());
+}
+
+TEST_CASE_TEMPLATE("half: autograd through 16-bit tensors and conversions", T, Half, BFloat16) {
+  const std::string k = std::is_same_v<T, Half> ? "f16/" : "bf16/";
+  Tensor<T> x = det16<T>({3, 7}, 10).requires_grad_();
+  const Tensor<T> wt = det16<T>({3, 7}, 999);
+  Tensor<T> loss = (x * x * wt).sum();
+  loss.backward();
+  REQUIRE(x.grad().defined());
+  static_assert(std::is_same_v<decltype(x.grad()), Tensor<T>>);
+  check16(x.grad(), k + "grad_sq");
+  // Conversions are differentiable both ways: the gradient is converted back (torch's
+  // ToCopyBackward). A finite-difference check does not apply to a rounding (piecewise constant);
+  // the rule is checked exactly instead.
+  Tensor<float> f = refbin::det<float>({4}, 11).requires_grad_();
+  Tensor<T> fh = f.template to<T>();
+  CHECK(fh.grad_fn() != nullptr);
+  (fh * T(3.0f)).sum().backward();
+  REQUIRE(f.grad().defined());
+  for (int64_t i = 0; i < 4; ++i) CHECK(f.grad().data()[i] == 3.0f);
+  Tensor<T> h = det16<T>({4}, 12).requires_grad_();
+  (h.to_float() * refbin::det<float>({4}, 13)).sum().backward();
+  for (int64_t i = 0; i < 4; ++i)
+    CHECK(h.grad().data()[i].bits() == T(refbin::det<float>({4}, 13).data()[i]).bits());
+}
+
+TEST_CASE("half: printing, item, random tensors and errors") {
+  const Tensor<Half> h = dl::tensor<float>({1.5f, -2.25f, 65504.0f}).half();
+  std::ostringstream os;
+  os << h;
+  CHECK(os.str() == "tensor([ 1.5000e+00, -2.2500e+00,  6.5504e+04], dtype=float16)");
+  std::ostringstream ob;
+  ob << dl::tensor<float>({0.1f, 2.0f}).bfloat16();
+  CHECK(ob.str() == "tensor([0.1001, 2.0000], dtype=bfloat16)");
+  CHECK(h[1].item<double>() == -2.25);
+  CHECK(dl::AnyTensor(h).to<float>().data()[0] == 1.5f);
+  // Overflow and NaN, as PyTorch
+  const Tensor<Half> o = dl::tensor<float>({1e5f, -1e5f, NAN}).half();
+  CHECK(std::isinf(float(o.data()[0])));
+  CHECK(float(o.data()[1]) < 0);
+  CHECK(std::isnan(float(o.data()[2])));
+  CHECK(Tensor<bool>(dl::isnan(o)).to<int64_t>().sum().item() == 1);
+  // random draws: the same Philox values as float64 draws, rounded
+  dl::manual_seed(5);
+  const Tensor<Half> r = dl::rand<Half>({1000});
+  dl::manual_seed(5);
+  const Tensor<double> rd = dl::rand<double>({1000});
+  int same = 0;
+  for (int64_t i = 0; i < 1000; ++i) same += r.data()[i].bits() == Half(float(rd.data()[i])).bits();
+  CHECK(same == 1000);
+  CHECK(float(r.min().item()) >= 0.0f);
+  CHECK(float(r.max().item()) <= 1.0f);
+  // errors name the dtypes
+  CHECK_ERROR(dl::AnyTensor(h).as<float>(), "expected a tensor of dtype float32 but got float16");
+}
