@@ -544,6 +544,45 @@ TEST_CASE("nn::Linear and F::linear on the GPU against the CPU") {
   }
 }
 
+TEST_CASE_TEMPLATE("float16 and bfloat16 tensors on the GPU against the CPU", T, dl::Half, dl::BFloat16) {
+  const double ulp = std::is_same_v<T, dl::Half> ? 1e-3 : 8e-3;  // one unit in the last place
+  dl::manual_seed(21);
+  const dl::Tensor<T> a = dl::randn({3, 4099}).template to<T>(), b = dl::randn({3, 4099}).template to<T>();
+  // conversions on the device (cvt instructions) round as the CPU's bit routine: equal bits
+  const dl::Tensor<float> f = dl::randn({1 << 16}) * 100.0f;
+  CHECK(dl::equal(f.cuda().template to<T>().cpu().template to<float>(), f.template to<T>().template to<float>()));
+  CHECK(dl::equal(a.cuda().to_float().cpu(), a.to_float()));
+  // a fused expression: float math per op, rounded per op (libm vs CUDA's expf: one ulp at most)
+  dl::Tensor<T> y = dl::sigmoid(a.cuda() * b.cuda() + 1.0) * 2.0;
+  CHECK(y.is_cuda());
+  CHECK(max_rel_diff(y, dl::Tensor<T>(dl::sigmoid(a * b + 1.0) * 2.0)) <= 2 * ulp);
+  // reductions accumulate in float on both devices
+  CHECK(max_rel_diff(a.cuda().sum(1), a.sum(1)) <= ulp);
+  CHECK(max_rel_diff(a.cuda().mean(), a.mean()) <= ulp);
+  CHECK(max_rel_diff(a.cuda().amax(1), a.amax(1)) == 0);
+  // products (through float and cuBLAS)
+  const dl::Tensor<T> p = dl::randn({33, 65}).template to<T>(), q = dl::randn({65, 17}).template to<T>();
+  CHECK(max_rel_diff(dl::matmul(p.cuda(), q.cuda()), dl::matmul(p, q)) <= 2 * ulp);
+  // accumulating index ops: the 16-bit compare-and-swap atomic add
+  const auto idx = dl::randint(0, 7, {4099});
+  const dl::Tensor<T> src = dl::rand({4099}).template to<T>();
+  const dl::Tensor<T> acc = dl::zeros<T>({7}, kGpu).index_add(0, idx.cuda(), src.cuda());
+  const dl::Tensor<float> want = dl::zeros<float>({7}).index_add(0, idx, src.to_float());
+  CHECK(max_rel_diff(acc.cpu().to_float(), want) < 4099 * ulp);  // rounding after every addition
+  // gradients on the device
+  auto x = a.cuda().requires_grad_();
+  auto xc = a.clone().requires_grad_();
+  (x * x).sum().backward();
+  (xc * xc).sum().backward();
+  CHECK(max_rel_diff(x.grad(), xc.grad()) == 0);
+  // random draws: the same values on both devices
+  dl::manual_seed(3);
+  const dl::Tensor<T> rg = dl::rand<T>({1000}, kGpu);
+  dl::manual_seed(3);
+  const dl::Tensor<T> rc = dl::rand<T>({1000});
+  CHECK(dl::equal(rg.cpu().to_float(), rc.to_float()));
+}
+
 TEST_CASE("caching allocator: reuse, statistics, out of memory") {
   dl::cuda::synchronize();
   const int64_t base = dl::cuda::memory_allocated();

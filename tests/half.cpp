@@ -232,3 +232,24 @@ TEST_CASE("half: printing, item, random tensors and errors") {
   // errors name the dtypes
   CHECK_ERROR(dl::AnyTensor(h).as<float>(), "expected a tensor of dtype float32 but got float16");
 }
+
+TEST_CASE_TEMPLATE("half: linear, activations and softmax compute in float and round once", T, Half, BFloat16) {
+  namespace F = dl::nn::functional;
+  const Tensor<T> x = det16<T>({4, 16}, 20), w = det16<T>({5, 16}, 21), b = det16<T>({5}, 22);
+  const Tensor<T> y = F::linear(x, w, b);
+  const Tensor<float> yf = F::linear(x.to_float(), w.to_float(), b.to_float());
+  static_assert(std::is_same_v<decltype(F::linear(x, w, b)), Tensor<T>>);
+  for (int64_t i = 0; i < y.numel(); ++i) CHECK(y.data()[i].bits() == T(yf.data()[i]).bits());
+  const Tensor<T> r = F::linear(x, w, b, dl::expr::Relu{});
+  for (int64_t i = 0; i < r.numel(); ++i) CHECK(float(r.data()[i]) == std::max(0.0f, float(T(yf.data()[i]))));
+  const Tensor<T> s = F::softmax(y, 1);
+  const Tensor<float> sf = F::softmax(y.to_float(), 1);
+  for (int64_t i = 0; i < s.numel(); ++i) CHECK(s.data()[i].bits() == T(sf.data()[i]).bits());
+  // nn::Linear's parameters in 16 bits: forward and backward
+  Tensor<T> xs = x.clone().requires_grad_();
+  Tensor<T> ws = w.clone().requires_grad_();
+  F::linear(xs, ws).sum().backward();
+  REQUIRE(ws.grad().defined());
+  const Tensor<float> gw = x.to_float().sum(0).unsqueeze(0).expand({5, 16});
+  for (int64_t i = 0; i < 16; ++i) CHECK(float(ws.grad()[2][i].item()) == doctest::Approx(gw[2][i].item()).epsilon(1e-2));
+}

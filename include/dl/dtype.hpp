@@ -13,6 +13,8 @@ namespace dl {
 
 /// Half and BFloat16 come last so that the older values (written in dl's own files) keep their numbers.
 enum class ScalarType : uint8_t { Bool, UInt8, Int32, Int64, Float, Double, Half, BFloat16 };
+/// How many ScalarType values there are (the size of tables indexed by dtype).
+inline constexpr int kNumScalarTypes = int(ScalarType::BFloat16) + 1;
 
 /// The element types of dl::Tensor<T>: float, double, int32_t, int64_t, uint8_t, bool, dl::Half,
 /// dl::BFloat16.

@@ -104,7 +104,7 @@ struct GradOps {
 };
 namespace detail {
 inline GradOps& grad_ops_slot(ScalarType t) {
-  static GradOps table[6];
+  static GradOps table[kNumScalarTypes];
   return table[int(t)];
 }
 }  // namespace detail

@@ -145,6 +145,14 @@ template <expression E, class Act, class T>
 Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias, Act act) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::linear", input, weight, bias);
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "linear: input and weight must have the same element type");
+  if constexpr (half_float<T>) {
+    // dl::Half / dl::BFloat16: the product in float (widened operands), rounded once, then the
+    // activation on the rounded result (matmul's rule, dl/ops/matmul.hpp).
+    const Tensor<float> wide = linear(dl::detail::widened(input), weight.to_float(), bias.defined() ? bias.to_float() : Tensor<float>{});
+    const Tensor<T> y = wide.template to<T>();
+    if constexpr (std::is_same_v<Act, dl::detail::Identity>) return y;
+    else return Tensor<T>(expr::apply(act, y));
+  } else {
   const Tensor<T> x = detail::materialize(input);
   DL_CHECK(weight.dim() == 2, "linear: weight must be a matrix [out_features, in_features], got shape ", weight.shape());
   DL_CHECK(x.dim() >= 1, "linear: input must have at least one dimension");
@@ -211,6 +219,7 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
       }
     }
     return out.reshape(out_shape);
+  }
   }
 }
 

@@ -533,6 +533,7 @@ inline bool use_cblas(int64_t M, int64_t N, int64_t K) {
 template <class T, class Ep>
 void gemm(int64_t M, int64_t N, int64_t K, T alpha, MatrixRef<T> A, MatrixRef<T> B, T beta, T* C, int64_t ldc,
           const Ep& ep, int threads) {
+  static_assert(full_float<T>, "this op's CPU kernel takes float and double tensors; float16/bfloat16 inputs: convert with .to_float() (matmul, mm, bmm, linear do this themselves)");
   if (M <= 0 || N <= 0) return;
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("dl::gemm");
   if (dl_profile_scope_) {

@@ -439,6 +439,9 @@ template <bool Log, expression E>
 Tensor<expr::value_type_t<E>> softmax_op(const E& input, int64_t dim, const char* what) {
   using T = expr::value_type_t<E>;
   static_assert(floating_scalar<T>, "softmax/log_softmax need a floating input; convert it with .to<float>() first");
+  if constexpr (half_float<T>) {  // in float, rounded once (PyTorch's opmath for 16-bit inputs)
+    return softmax_op<Log>(detail::materialize(input).to_float(), dim, what).template to<T>();
+  } else {
   const auto node = expr::as_node(input);
   const Shape shape = expr::shape_of(node);
   const int d = wrap_dim(dim, shape.size(), what);
@@ -457,6 +460,7 @@ Tensor<expr::value_type_t<E>> softmax_op(const E& input, int64_t dim, const char
     softmax_forward<Log, T>(node, shape, d, out.data());
   }
   return finish(out);
+  }
 }
 
 template <bool Log, class T>

@@ -265,6 +265,7 @@ template <expression E, class T>
 Tensor<T> cross_entropy(const E& input, const Tensor<int64_t>& target, const CrossEntropyOptions<T>& options) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::cross_entropy_loss", input, target);
   static_assert(floating_scalar<T>, "cross_entropy needs floating logits; convert them with .to<float>() first");
+  static_assert(!half_float<T>, "cross_entropy: float16/bfloat16 inputs are not supported yet; convert with .to_float() (and back with .half())");
   const Tensor<T> x = dl::detail::materialize(input);
   detail::check_reduction(options.reduction, "cross_entropy");
   DL_CHECK(x.shape() != target.shape(), "Expected floating point type for target with class probabilities, got Long");
@@ -278,6 +279,7 @@ template <expression E, class T>
 Tensor<T> cross_entropy(const E& input, const Tensor<expr::value_type_t<E>>& target, const CrossEntropyOptions<T>& options) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::cross_entropy_loss", input, target);
   static_assert(floating_scalar<T>, "cross_entropy needs floating logits; convert them with .to<float>() first");
+  static_assert(!half_float<T>, "cross_entropy: float16/bfloat16 inputs are not supported yet; convert with .to_float() (and back with .half())");
   const Tensor<T> x = dl::detail::materialize(input);
   detail::check_reduction(options.reduction, "cross_entropy");
   DL_CHECK(x.shape() == target.shape(), "cross_entropy: a floating target holds class probabilities and must have the input's shape ",
@@ -308,6 +310,7 @@ Tensor<T> cross_entropy(const E& input, const Tensor<expr::value_type_t<E>>& tar
 template <expression E, class T>
 Tensor<T> nll_loss(const E& input, const Tensor<int64_t>& target, const NLLLossOptions<T>& options) {
   static_assert(floating_scalar<T>, "nll_loss needs floating log-probabilities; convert them with .to<float>() first");
+  static_assert(!half_float<T>, "nll_loss: float16/bfloat16 inputs are not supported yet; convert with .to_float() (and back with .half())");
   const Tensor<T> x = dl::detail::materialize(input);
   detail::check_reduction(options.reduction, "nll_loss");
   detail::check_class_target(x.shape(), target.shape(), options.weight);

@@ -336,6 +336,7 @@ Tensor<T> batch_norm(const E& input, Tensor<T> running_mean, Tensor<T> running_v
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::batch_norm", input, weight, bias, running_mean, running_var);
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "batch_norm: input and parameters must have the same element type");
   static_assert(floating_scalar<T>, "batch_norm needs a floating input");
+  static_assert(!half_float<T>, "batch_norm: float16/bfloat16 inputs are not supported yet; convert with .to_float() (and back with .half())");
   const Shape shape = expr::shape_of(expr::as_node(input));
   DL_CHECK(shape.size() >= 2, "batch_norm: expected an input of shape [N, C, *] with at least 2 dimensions, got input of size ",
            shape);
@@ -381,6 +382,7 @@ Tensor<T> layer_norm(const E& input, Shape normalized_shape, Tensor<T> weight, T
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::layer_norm", input, weight, bias);
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "layer_norm: input and parameters must have the same element type");
   static_assert(floating_scalar<T>, "layer_norm needs a floating input");
+  static_assert(!half_float<T>, "layer_norm: float16/bfloat16 inputs are not supported yet; convert with .to_float() (and back with .half())");
   const Shape shape = expr::shape_of(expr::as_node(input));
   const int nd = normalized_shape.size(), xd = shape.size();
   DL_CHECK(nd >= 1, "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
@@ -419,6 +421,7 @@ template <expression E, class T>
 Tensor<T> group_norm(const E& input, int64_t num_groups, Tensor<T> weight, Tensor<T> bias, double eps) {
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "group_norm: input and parameters must have the same element type");
   static_assert(floating_scalar<T>, "group_norm needs a floating input");
+  static_assert(!half_float<T>, "group_norm: float16/bfloat16 inputs are not supported yet; convert with .to_float() (and back with .half())");
   const Shape shape = expr::shape_of(expr::as_node(input));
   DL_CHECK(shape.size() >= 2, "group_norm: expected an input of shape [N, C, *] with at least 2 dimensions, got input of size ",
            shape);
@@ -440,6 +443,7 @@ Tensor<T> instance_norm(const E& input, Tensor<T> running_mean, Tensor<T> runnin
                         bool use_input_stats, double momentum, double eps) {
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "instance_norm: input and parameters must have the same element type");
   static_assert(floating_scalar<T>, "instance_norm needs a floating input");
+  static_assert(!half_float<T>, "instance_norm: float16/bfloat16 inputs are not supported yet; convert with .to_float() (and back with .half())");
   const Shape shape = expr::shape_of(expr::as_node(input));
   DL_CHECK(shape.size() >= 2, "instance_norm: expected an input of shape [N, C, *] with at least 2 dimensions, got input of size ",
            shape);
