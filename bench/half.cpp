@@ -1,0 +1,58 @@
+// 16-bit floats on the CPU: y = sigmoid(a*b + c) * d, sum(a), the float -> 16-bit conversion and a
+// square product, on 4M-element dl::Half / dl::BFloat16 tensors with 2 threads, against PyTorch
+// eager on the same tensors (bench/half.py), interleaved. Prints medians and ratios.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include <dl/dl.hpp>
+
+#include "common.hpp"
+
+namespace {
+
+template <class T>
+void run(const char* name, int64_t n, int rounds, bool with_torch) {
+  dl::manual_seed(0);
+  const dl::Tensor<T> a = dl::randn({n}).template to<T>(), b = dl::randn({n}).template to<T>(),
+                      c = dl::randn({n}).template to<T>(), d = dl::randn({n}).template to<T>();
+  const dl::Tensor<float> f32 = dl::randn({n});
+  const int64_t m = std::llround(std::sqrt(double(n)) / 8);
+  const dl::Tensor<T> p = dl::randn({m, m}).template to<T>(), q = dl::randn({m, m}).template to<T>();
+  const std::string script = std::string(DL_BENCH_DIR) + "/half.py";
+  const char* what[] = {"chain", "sum", "cast", "mm"};
+  std::vector<double> t_dl[4], t_torch[4];
+  for (int r = 0; r < rounds; ++r) {
+    t_dl[0].push_back(bench::median_ms(7, [&] { dl::Tensor<T> y = dl::sigmoid(a * b + c) * d; }));
+    t_dl[1].push_back(bench::median_ms(7, [&] { volatile float s = float(a.sum().item()); (void)s; }));
+    t_dl[2].push_back(bench::median_ms(7, [&] { dl::Tensor<T> y = f32.template to<T>(); }));
+    t_dl[3].push_back(bench::median_ms(7, [&] { dl::Tensor<T> y = dl::matmul(p, q); }));
+    if (with_torch)
+      for (int k = 0; k < 4; ++k)
+        t_torch[k].push_back(bench::run_number(bench::python() + " " + script + " " + what[k] + " " + name + " " +
+                                               std::to_string(n) + " 7"));
+  }
+  std::printf("%s, %lld elements (mm: %lld x %lld), 2 threads, medians of %d interleaved rounds\n", name, (long long)n,
+              (long long)m, (long long)m, rounds);
+  for (int k = 0; k < 4; ++k) {
+    const double dl_ms = bench::median(t_dl[k]);
+    if (!with_torch) {
+      std::printf("  %-6s dl %8.3f ms\n", what[k], dl_ms);
+      continue;
+    }
+    const double torch_ms = bench::median(t_torch[k]);
+    if (std::isnan(torch_ms)) std::printf("  %-6s dl %8.3f ms   PyTorch: no CPU kernel for this dtype\n", what[k], dl_ms);
+    else std::printf("  %-6s dl %8.3f ms   PyTorch %8.3f ms   dl / PyTorch = %.2f\n", what[k], dl_ms, torch_ms, dl_ms / torch_ms);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t n = int64_t(1) << 22;
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+  const bool with_torch = !(argc > 2 && std::string(argv[2]) == "--no-torch");
+  dl::set_num_threads(2);
+  run<dl::Half>("float16", n, rounds, with_torch);
+  run<dl::BFloat16>("bfloat16", n, rounds, with_torch);
+}
