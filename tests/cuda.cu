@@ -302,6 +302,17 @@ TEST_CASE("reductions against the CPU") {
   const auto x = dl::randn({64, 48, 5});
   CHECK(max_rel_diff(dl::sum(x.cuda(), {0, 2}, true), dl::sum(x, {0, 2}, true)) < 1e-5);
   CHECK(max_rel_diff(dl::prod(x.cuda() * 0.1f + 1.0f, 1), dl::prod(x * 0.1f + 1.0f, 1)) < 1e-5);
+  {  // prod's gradient on the GPU, with zeros in the rows, against the CPU
+    dl::Tensor<float> z = x.slice(0, 0, 8) * 0.1f + 1.0f;
+    z.select(2, 1).select(0, 3).zero_();
+    auto zg = z.cuda().requires_grad_();
+    auto zc = z.clone().requires_grad_();
+    dl::prod(zg, 1).sum().backward();
+    dl::prod(zc, 1).sum().backward();
+    REQUIRE(zg.grad().defined());
+    CHECK(zg.grad().is_cuda());
+    CHECK(max_rel_diff(zg.grad(), zc.grad()) < 1e-5);
+  }
   CHECK(dl::all(x.cuda() > -100.0f).item() == true);
   CHECK(dl::any(x.cuda() > 100.0f).item() == false);
   CHECK(dl::sum(dl::empty({0, 3}, kGpu), 0).cpu().sum().item() == 0);

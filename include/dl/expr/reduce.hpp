@@ -358,7 +358,17 @@ class ProdBackward : public autograd::Node {
   void release_variables() override { input_.release(); }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
     if (is_grad_enabled()) return {differentiable(Tensor<T>(input_.unpack()), Tensor<T>(grads[0])).impl()};
-    const Tensor<T> x = Tensor<T>(input_.unpack()).contiguous();
+    const Tensor<T> input(input_.unpack());
+    // On a GPU: the products of the other elements (zeros included) are formed on the host from
+    // copies, and the result copied back (a rare backward; not a device kernel yet).
+    if (input.is_cuda()) return {Tensor<T>(exclusive_products(input.cpu(), Tensor<T>(grads[0]).cpu())).to(input.device()).impl()};
+    return {exclusive_products(input, Tensor<T>(grads[0]))};
+  }
+
+ private:
+  /// g times the product of the other elements of each reduced row (exact with zeros), on the CPU.
+  TensorImplPtr exclusive_products(const Tensor<T>& input, const Tensor<T>& grad) const {
+    const Tensor<T> x = input.contiguous();
     const Shape in = x.shape();
     int64_t outer = 1, R = x.numel(), inner = 1;
     if (!all_ && in.size()) {
@@ -367,7 +377,7 @@ class ProdBackward : public autograd::Node {
       for (int i = dim_ + 1; i < in.size(); ++i) inner *= in[i];
     }
     const uint32_t mask = all_ ? (in.size() ? (1u << in.size()) - 1 : 0u) : (in.size() ? 1u << dim_ : 0u);
-    const Tensor<T> g = unsqueeze_reduced(Tensor<T>(grads[0]), in, mask, all_ ? false : keepdim_).expand(reduced_shape(in, mask, true)).contiguous();
+    const Tensor<T> g = unsqueeze_reduced(grad, in, mask, all_ ? false : keepdim_).expand(reduced_shape(in, mask, true)).contiguous();
     auto out = make_impl(dtype_of<T>, in);
     T* o = static_cast<T*>(out->data());
     const T* s = x.data();
@@ -383,14 +393,17 @@ class ProdBackward : public autograd::Node {
           suffix *= s[(a * R + r) * inner + i];
         }
       }
-    return {out};
+    return out;
   }
 
- private:
   /// create_graph: g * prod / x, recorded (PyTorch's rule when no element is zero).
   Tensor<T> differentiable(const Tensor<T>& x, const Tensor<T>& g) const {
-    const Tensor<T> xc = x.contiguous();
-    DL_CHECK(std::none_of(xc.data(), xc.data() + xc.numel(), [](T v) { return v == T(0); }),
+    bool has_zero;
+    {
+      NoGradGuard no_grad;
+      has_zero = Tensor<bool>(x == T(0)).any().item();  // on any device
+    }
+    DL_CHECK(!has_zero,
              "prod: double backward (create_graph) through an input that contains zeros is not supported (input shape ", x.shape(), ")");
     const Shape& in = x.shape();
     if (all_) return Tensor<T>(g * prod(x) / x);
