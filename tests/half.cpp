@@ -5,6 +5,7 @@
 // and conversions, printing, and error paths.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -252,4 +253,59 @@ TEST_CASE_TEMPLATE("half: linear, activations and softmax compute in float and r
   REQUIRE(ws.grad().defined());
   const Tensor<float> gw = x.to_float().sum(0).unsqueeze(0).expand({5, 16});
   for (int64_t i = 0; i < 16; ++i) CHECK(float(ws.grad()[2][i].item()) == doctest::Approx(gw[2][i].item()).epsilon(1e-2));
+}
+
+TEST_CASE("half: the integer conversions agree with the hardware's") {
+  // dl::Half uses F16C where the CPU has it and the integer routine elsewhere (and in nvcc's
+  // host code without it): both must give the same bits.
+  int bad = 0;
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 65521) {
+    const float f = std::bit_cast<float>(uint32_t(u));
+    if (std::isnan(f)) continue;
+    bad += dl::detail::float_to_half_bits_soft(f) != dl::detail::float_to_half_bits(f);
+  }
+  CHECK(bad == 0);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float a = dl::detail::half_bits_to_float_soft(uint16_t(h)), b = dl::detail::half_bits_to_float(uint16_t(h));
+    if (std::isnan(a)) CHECK(std::isnan(b));
+    else bad += std::bit_cast<uint32_t>(a) != std::bit_cast<uint32_t>(b);
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE_TEMPLATE("half: SIMD and scalar evaluation give the same bits", T, Half, BFloat16) {
+  // A contiguous operand runs in SIMD float lanes (rounded at every 16-bit node); a strided one
+  // runs the scalar loop. Both must agree bit for bit, forward and backward, tails included.
+  const int64_t n = 1003;
+  const Tensor<T> wide = det16<T>({2 * n}, 30), wide_b = det16<T>({2 * n}, 31);
+  const Tensor<T> xs = wide.slice(0, 0, 2 * n, 2), bs = wide_b.slice(0, 0, 2 * n, 2);  // strided
+  const Tensor<T> xc = xs.contiguous(), bc = bs.contiguous();
+  using View = dl::expr::view_t<decltype(dl::expr::as_node(xc * bc + 0.5))>;
+  static_assert(std::is_same_v<typename View::simd_type, std::conditional_t<dl::expr::simd_half<T>, float, void>>);
+#if defined(__F16C__) || defined(__SSE2__)
+  if constexpr (std::is_same_v<T, BFloat16>) CHECK(dl::expr::simd_half<T>);  // integer lanes: every x86-64
+#endif
+#if defined(__F16C__)
+  if constexpr (std::is_same_v<T, Half>) CHECK(dl::expr::simd_half<T>);  // F16C conversions
+#endif
+  const Tensor<T> ys = dl::sigmoid(xs * bs + 0.5) * xs - dl::exp(bs), yc = dl::sigmoid(xc * bc + 0.5) * xc - dl::exp(bc);
+  const Tensor<float> mixed_s = xs * refbin::det<float>({n}, 32) + 1.0f, mixed_c = xc * refbin::det<float>({n}, 32) + 1.0f;
+  int bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bad += ys.data()[i].bits() != yc.data()[i].bits();
+    bad += mixed_s.data()[i] != mixed_c.data()[i];
+  }
+  CHECK(bad == 0);
+  // the fused backward: strided inputs (scalar) against contiguous ones (SIMD)
+  Tensor<T> a1 = wide.slice(0, 0, 2 * n, 2).detach().requires_grad_(), a2 = xc.clone().requires_grad_();
+  const Tensor<T> w = det16<T>({n}, 33);
+  (dl::tanh(a1 * a1 + 0.25) * w).sum().backward();
+  (dl::tanh(a2 * a2 + 0.25) * w).sum().backward();
+  for (int64_t i = 0; i < n; ++i) bad += a1.grad().contiguous().data()[i].bits() != a2.grad().data()[i].bits();
+  CHECK(bad == 0);
+  // converting casts in SIMD lanes: float -> 16-bit rounds as the scalar constructor
+  const Tensor<float> f = refbin::det<float>({n}, 34) * 1000.0f;
+  const Tensor<T> fc = f.template to<T>();
+  for (int64_t i = 0; i < n; ++i) bad += fc.data()[i].bits() != T(f.data()[i]).bits();
+  CHECK(bad == 0);
 }

@@ -17,6 +17,10 @@
 
 #include "config.hpp"
 
+#if defined(__F16C__) && !defined(__CUDA_ARCH__)
+#include <immintrin.h>
+#endif
+
 namespace dl {
 
 namespace detail {
@@ -36,13 +40,9 @@ DL_HD inline float bits_float(uint32_t u) {
 #endif
 }
 
-/// float -> binary16 bits, round to nearest even (NaN -> quiet NaN, |f| >= 65520 -> infinity).
-DL_HD inline uint16_t float_to_half_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  uint16_t r;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
-  return r;
-#else
+/// float -> binary16 bits in integer arithmetic, round to nearest even (NaN -> quiet NaN,
+/// |f| >= 65520 -> infinity): the conversion where the hardware has none.
+DL_HD inline uint16_t float_to_half_bits_soft(float f) {
   const uint32_t x = float_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7fffffffu;
@@ -61,6 +61,30 @@ DL_HD inline uint16_t float_to_half_bits(float f) {
   const uint32_t rem = ax & 0x1fffu;
   if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;  // a carry moves into the exponent
   return uint16_t(sign | r);
+}
+
+/// binary16 bits -> float in integer arithmetic (exact).
+DL_HD inline float half_bits_to_float_soft(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) {
+    const float v = float(m) * 5.9604644775390625e-8f;  // m * 2^-24, exact
+    return bits_float(float_bits(v) | sign);
+  }
+  if (e == 31) return bits_float(sign | 0x7f800000u | (m << 13));
+  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/// float -> binary16 bits, round to nearest even: the GPU's cvt instruction in device code, F16C
+/// on x86 hosts that have it, else float_to_half_bits_soft (the same results; NaN payloads aside).
+DL_HD inline uint16_t float_to_half_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  uint16_t r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+#elif defined(__F16C__)
+  return uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+  return float_to_half_bits_soft(f);
 #endif
 }
 
@@ -70,14 +94,10 @@ DL_HD inline float half_bits_to_float(uint16_t h) {
   float r;
   asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
   return r;
+#elif defined(__F16C__)
+  return _cvtsh_ss(h);
 #else
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) {
-    const float v = float(m) * 5.9604644775390625e-8f;  // m * 2^-24, exact
-    return bits_float(float_bits(v) | sign);
-  }
-  if (e == 31) return bits_float(sign | 0x7f800000u | (m << 13));
-  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+  return half_bits_to_float_soft(h);
 #endif
 }
 

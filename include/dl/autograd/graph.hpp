@@ -166,6 +166,12 @@ struct list_at<expr::type_list<T, Ts...>, 0> {
 template <class T, class... Ts, size_t K>
 struct list_at<expr::type_list<T, Ts...>, K> : list_at<expr::type_list<Ts...>, K - 1> {};
 
+/// Whether a leaf list holds a 16-bit float (its SIMD stores narrow, so they never stream).
+template <class List>
+inline constexpr bool has_half_leaf = false;
+template <class... Ts>
+inline constexpr bool has_half_leaf<expr::type_list<Ts...>> = (half_float<Ts> || ...);
+
 /// Writes the adjoints of the selected leaves (outs[k] non-null) in one pass.
 template <class View, class GView>
 struct BackwardBody {
@@ -192,7 +198,11 @@ struct BackwardBody {
       if constexpr (floating_scalar<L>) {
         if (outs[k]) {
           L* p = static_cast<L*>(outs[k]) + row_off + j;
-          if constexpr (Simd) {
+          if constexpr (Simd && half_float<L>) {
+#if !defined(__CUDACC__)
+            expr::narrow_lanes(p, expr::get<k>(acc));
+#endif
+          } else if constexpr (Simd) {
             if (stream) expr::stream_store(p, expr::get<k>(acc));
             else expr::get<k>(acc).store_unaligned(p);
           } else {
@@ -438,7 +448,8 @@ class ExprBackward : public Node {
       expr::run_loop_device(plan, body, device);
       return;
     }
-    body.stream = size_t(plan.numel) * sizeof(T) >= expr::kStreamBytes;
+    body.stream = !detail::has_half_leaf<typename decltype(body.src)::leaf_types> &&
+                  size_t(plan.numel) * sizeof(T) >= expr::kStreamBytes;
     expr::run_loop<false>(plan, body);
   }
 

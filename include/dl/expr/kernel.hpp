@@ -35,8 +35,14 @@ template <class... As, class... Bs, class... Rest>
 struct concat_lists<type_list<As...>, type_list<Bs...>, Rest...>
     : concat_lists<type_list<As..., Bs...>, Rest...> {};
 
+/// A value of element type T in a loop: a batch in SIMD mode; 16-bit floats are float lanes (and
+/// float accumulators in scalar mode, so that both modes accumulate gradients alike).
 template <class T, bool Simd>
-using lane_t = std::conditional_t<Simd, batch<T>, T>;
+using lane_t = std::conditional_t<Simd, batch<lane_elem_t<T>>, lane_elem_t<T>>;
+
+/// The SIMD lane type of a leaf or number of element type T, or void when it has none.
+template <class T>
+using simd_lane_t = std::conditional_t<simd_element<T>, T, std::conditional_t<simd_half<T>, float, void>>;
 
 /// A node's forward value together with its operands' tapes.
 template <class V, class Kids>
@@ -58,7 +64,7 @@ struct LeafView {
   using leaf_types = type_list<T>;
   static constexpr size_t leaves = 1;
   /// Lane type of SIMD evaluation, or void when this node cannot run in SIMD.
-  using simd_type = std::conditional_t<simd_element<T>, T, void>;
+  using simd_type = simd_lane_t<T>;
 
   const T* base;
   const T* row;
@@ -73,7 +79,12 @@ struct LeafView {
   }
   template <Access K, bool Simd>
   DL_HD DL_INLINE auto at(int64_t j) const {
-    if constexpr (Simd) {
+    if constexpr (Simd && half_float<T>) {
+#if !defined(__CUDACC__)
+      if constexpr (K == Access::Contig) return widen_lanes(row + j);
+      else return inner ? widen_lanes(row + j) : batch<float>(float(*row));
+#endif
+    } else if constexpr (Simd) {
       if constexpr (K == Access::Contig) return batch<T>::load_unaligned(row + j);
       else return inner ? batch<T>::load_unaligned(row + j) : batch<T>(*row);
     } else {
@@ -100,14 +111,14 @@ struct ScalarView {
   using value_type = T;
   using leaf_types = type_list<>;
   static constexpr size_t leaves = 0;
-  using simd_type = std::conditional_t<simd_element<T>, T, void>;
+  using simd_type = simd_lane_t<T>;
 
   T value;
 
   DL_HD DL_INLINE void seek(const int64_t*, int) {}
   template <Access K, bool Simd>
   DL_HD DL_INLINE auto at(int64_t) const {
-    if constexpr (Simd) return batch<T>(value);
+    if constexpr (Simd) return batch<lane_elem_t<T>>(lane_elem_t<T>(value));
     else return value;
   }
   template <class F>
@@ -122,6 +133,12 @@ struct ScalarView {
 
 template <class Op, class T>
 inline constexpr bool op_has_simd = true;
+
+/// Whether operand type `In` of a child of value type `Child` reads lanes of E unchanged: 16-bit
+/// inputs only from a child of that same type (its lanes already hold rounded values).
+template <class In, class Child, class E>
+inline constexpr bool lane_input_ok = (std::is_same_v<lane_elem_t<In>, E> && (!half_float<In> || std::is_same_v<In, Child>)) ||
+                                      (std::is_same_v<In, bool> && std::is_same_v<Child, bool>);
 template <class T>
 inline constexpr bool op_has_simd<Remainder, T> = !std::is_integral_v<T>;
 
@@ -150,9 +167,8 @@ struct ApplyView {
     if constexpr (std::is_void_v<E>) return false;
     else
       return (std::is_same_v<typename Cs::simd_type, E> && ...) &&
-             ((std::is_same_v<input_t<Is>, E> ||
-               (std::is_same_v<input_t<Is>, bool> && std::is_same_v<typename Cs::value_type, bool>)) && ...) &&
-             (std::is_same_v<value_type, E> || std::is_same_v<value_type, bool>) && op_has_simd<Op, E>;
+             (lane_input_ok<input_t<Is>, typename Cs::value_type, E> && ...) &&
+             (std::is_same_v<lane_elem_t<value_type>, E> || std::is_same_v<value_type, bool>) && op_has_simd<Op, E>;
   }
   using first_simd = typename std::tuple_element_t<0, std::tuple<Cs...>>::simd_type;
 
@@ -213,8 +229,15 @@ struct ApplyView {
   }
   template <bool Simd, size_t... Is, class... Vs>
   DL_HD DL_INLINE auto combine_impl(std::index_sequence<Is...>, const Vs&... vs) const {
-    if constexpr (Simd) return to_lane(op(vs...));
-    else return static_cast<value_type>(op(convert<Is, false>(vs)...));
+    if constexpr (Simd && half_float<value_type>) {
+#if !defined(__CUDACC__)
+      return round_lanes<value_type>(to_lane(op(vs...)));  // rounded where the scalar mode rounds
+#endif
+    } else if constexpr (Simd) {
+      return to_lane(op(vs...));
+    } else {
+      return static_cast<value_type>(op(convert<Is, false>(vs)...));
+    }
   }
   /// In SIMD mode a value is a batch and a bool a mask; casts between them convert here.
   template <class R>

@@ -228,6 +228,10 @@ struct AssignBody {
       }
       if constexpr (std::is_same_v<O, E> || std::is_same_v<O, bool>)
         for (; j + W <= j1; j += W) store_lanes(out.row + j, src.template at<K, true>(j));
+#if !defined(__CUDACC__)
+      if constexpr (half_float<O> && std::is_same_v<E, float>)
+        for (; j + W <= j1; j += W) narrow_lanes(out.row + j, src.template at<K, true>(j));
+#endif
     }
     for (; j < j1; ++j) out.row[j * out.inner] = static_cast<O>(src.template at<K, false>(j));
   }

@@ -23,6 +23,103 @@ inline constexpr bool simd_element = std::is_same_v<T, float> || std::is_same_v<
                                      std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
 #endif
 
+// ---- 16-bit floats in SIMD loops: loaded widened to float lanes, computed in float, rounded back
+// (to nearest even) wherever the scalar evaluation rounds: at every node whose type is 16-bit and
+// at the store. Float16 needs the F16C conversions (AVX-512F for 512-bit batches, F16C for
+// 256-bit ones); bfloat16 is integer arithmetic on the float bits.
+
+/// The lane element a T computes in: float for dl::Half and dl::BFloat16, T otherwise.
+template <class T>
+using lane_elem_t = std::conditional_t<half_float<T>, float, T>;
+
+#if defined(__CUDACC__)
+template <class T>
+inline constexpr bool simd_half = false;
+#else
+namespace detail16 {
+#if defined(__AVX512F__)
+inline constexpr int f16c_width = 16;
+#elif defined(__F16C__)
+inline constexpr int f16c_width = 8;
+#else
+inline constexpr int f16c_width = 0;
+#endif
+inline constexpr bool f16c_lanes = f16c_width != 0 && int(batch<float>::size) == f16c_width;
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+}  // namespace detail16
+
+/// Whether 16-bit element type T runs in SIMD float lanes on this target.
+template <class T>
+inline constexpr bool simd_half = simd_element<float> && (std::is_same_v<T, BFloat16> ||
+                                                          (std::is_same_v<T, Half> && detail16::f16c_lanes));
+
+/// W = batch<float>::size 16-bit values from p, widened (exactly) to float lanes. (The lane
+/// type is spelled dependently, so that the branch for the other batch width is discarded.)
+template <class T, class B = batch<lane_elem_t<T>>>
+DL_INLINE B widen_lanes(const T* p) {
+  constexpr int W = int(B::size);
+  if constexpr (std::is_same_v<T, Half>) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16) return B(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#endif
+#if defined(__F16C__)
+    if constexpr (W == 8) return B(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#endif
+  }
+  alignas(64) uint32_t u[W];
+  for (int i = 0; i < W; ++i) u[i] = uint32_t(p[i].bits()) << 16;  // bfloat16: the float's upper half
+  return xsimd::bitwise_cast<B>(xsimd::batch<uint32_t>::load_aligned(u));
+}
+
+/// The bfloat16 bit patterns (in 32-bit lanes) of float lanes v: round to nearest even, NaN quiet.
+template <class B>
+DL_INLINE xsimd::batch<uint32_t> bfloat16_lanes(const B& v) {
+  using U = xsimd::batch<uint32_t>;
+  const U x = xsimd::bitwise_cast<U>(v);
+  const U r = (x + U(0x7fffu) + ((x >> 16) & U(1u))) >> 16;
+  return xsimd::select((x & U(0x7fffffffu)) > U(0x7f800000u), (x >> 16) | U(0x40u), r);
+}
+
+/// Stores float lanes v at p as 16-bit values, rounded to nearest even.
+template <class T, class B = batch<lane_elem_t<T>>>
+DL_INLINE void narrow_lanes(T* p, const std::type_identity_t<B>& v) {
+  constexpr int W = int(B::size);
+  if constexpr (std::is_same_v<T, Half>) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16) return _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, detail16::kRound));
+#endif
+#if defined(__F16C__)
+    if constexpr (W == 8) return _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, detail16::kRound));
+#endif
+  } else {
+#if defined(__AVX512F__)
+    if constexpr (W == 16)
+      return _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bfloat16_lanes(v)));
+#endif
+    alignas(64) uint32_t u[W];
+    bfloat16_lanes(v).store_aligned(u);
+    for (int i = 0; i < W; ++i) p[i] = T::from_bits(uint16_t(u[i]));
+  }
+}
+
+/// v rounded to T's precision and widened again: a node of type T in float lanes.
+template <class T, class B = batch<lane_elem_t<T>>>
+DL_INLINE B round_lanes(const std::type_identity_t<B>& v) {
+  constexpr int W = int(B::size);
+  if constexpr (std::is_same_v<T, Half>) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16) return B(_mm512_cvtph_ps(_mm512_cvtps_ph(v, detail16::kRound)));
+#endif
+#if defined(__F16C__)
+    if constexpr (W == 8) return B(_mm256_cvtph_ps(_mm256_cvtps_ph(v, detail16::kRound)));
+#endif
+    return v;  // (unreachable: simd_half<Half> is false without F16C lanes)
+  } else {
+    return xsimd::bitwise_cast<B>(bfloat16_lanes(v) << 16);
+  }
+}
+#endif
+
 template <class T, class A>
 struct scalar_of<xsimd::batch_bool<T, A>> {
   using type = bool;
