@@ -65,6 +65,15 @@ DL_INLINE B widen_lanes(const T* p) {
 #if defined(__F16C__)
     if constexpr (W == 8) return B(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #endif
+  } else {
+#if defined(__AVX512F__)
+    if constexpr (W == 16)
+      return B(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)));
+#endif
+#if defined(__AVX2__)
+    if constexpr (W == 8)
+      return B(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16)));
+#endif
   }
   alignas(64) uint32_t u[W];
   for (int i = 0; i < W; ++i) u[i] = uint32_t(p[i].bits()) << 16;  // bfloat16: the float's upper half
