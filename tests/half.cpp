@@ -309,3 +309,93 @@ TEST_CASE_TEMPLATE("half: SIMD and scalar evaluation give the same bits", T, Hal
   for (int64_t i = 0; i < n; ++i) bad += fc.data()[i].bits() != T(f.data()[i]).bits();
   CHECK(bad == 0);
 }
+
+namespace {
+
+/// Distance in units of the last place between two 16-bit values of the same sign (NaN: 0 when
+/// both are NaN).
+template <class T>
+int ulps(T a, T b) {
+  const float fa = a, fb = b;
+  if (std::isnan(fa) || std::isnan(fb)) return std::isnan(fa) && std::isnan(fb) ? 0 : 1 << 20;
+  if (fa == fb) return 0;
+  if ((a.bits() >> 15) != (b.bits() >> 15)) return 1 << 20;
+  return std::abs(int(a.bits()) - int(b.bits()));
+}
+
+/// f on 16-bit inputs uniform in [lo, hi): contiguous (SIMD float lanes) against strided (scalar
+/// loop) operands, forward and gradient, within one unit in the last place (the SIMD math
+/// functions and libm may differ by a float ulp before the rounding); and against f in float.
+template <class T, class F>
+void check_op16(const char* name, F f, float lo, float hi, double tol) {
+  const std::string op = name;
+  INFO(op);
+  const int64_t n = 4099;
+  dl::manual_seed(17);
+  const Tensor<T> x = Tensor<float>(dl::rand({n}) * (hi - lo) + lo).template to<T>();
+  Tensor<T> wide = dl::zeros<T>({2 * n});
+  wide.slice(0, 0, 2 * n, 2).copy_(x);
+  Tensor<T> xc = x.clone().requires_grad_();
+  Tensor<T> xs = wide.slice(0, 0, 2 * n, 2).detach().requires_grad_();
+  const auto yc = dl::detail::materialize(f(xc)), ys = dl::detail::materialize(f(xs));
+  using Y = typename std::remove_cvref_t<decltype(yc)>::value_type;
+  int worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (dl::half_float<Y>) worst = std::max(worst, ulps(yc.data()[i], ys.data()[i]));
+    else worst = std::max(worst, yc.data()[i] == ys.data()[i] || std::abs(yc.data()[i] - ys.data()[i]) <= 1e-6f * std::abs(yc.data()[i]) ? 0 : 99);
+  }
+  CHECK(worst <= 1);
+  // against the op in float (one rounding at the end versus one per node)
+  const Tensor<float> yf = dl::detail::materialize(f(x.to_float()));
+  double err = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = float(yc.data()[i]), b = yf.data()[i];
+    err = std::max(err, std::abs(a - b) / (1 + std::abs(b)));
+  }
+  CHECK(err <= tol);
+  const Tensor<Y> w = refbin::det<float>({n}, 40).template to<Y>();
+  dl::sum(yc * w).backward();
+  dl::sum(ys * w).backward();
+  REQUIRE(xc.grad().defined());
+  REQUIRE(xs.grad().defined());
+  const Tensor<T> gs = xs.grad().contiguous();
+  int gworst = 0;
+  for (int64_t i = 0; i < n; ++i) gworst = std::max(gworst, ulps(xc.grad().data()[i], gs.data()[i]));
+  CHECK(gworst <= 2);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("half: every elementwise op and its derivative in 16 bits", T, Half, BFloat16) {
+  using namespace dl::expr;
+  const double tol = std::is_same_v<T, Half> ? 6e-3 : 5e-2;  // a few rounding steps of the type
+  check_op16<T>("neg", [](const auto& t) { return -t; }, -2, 2, tol);
+  check_op16<T>("abs", [](const auto& t) { return dl::abs(t); }, -2, 2, tol);
+  check_op16<T>("exp", [](const auto& t) { return dl::exp(t); }, -3, 3, 4 * tol);
+  check_op16<T>("expm1", [](const auto& t) { return dl::expm1(t); }, -2, 2, tol);
+  check_op16<T>("log", [](const auto& t) { return dl::log(t); }, 0.1f, 5, tol);
+  check_op16<T>("log1p", [](const auto& t) { return dl::log1p(t); }, -0.5f, 3, tol);
+  check_op16<T>("sqrt rsqrt", [](const auto& t) { return dl::sqrt(t) + dl::rsqrt(t); }, 0.2f, 4, tol);
+  check_op16<T>("sin cos", [](const auto& t) { return dl::sin(t) * dl::cos(t); }, -4, 4, tol);
+  check_op16<T>("tan atan", [](const auto& t) { return dl::tan(t) + dl::atan(t); }, -1.2f, 1.2f, 4 * tol);
+  check_op16<T>("asin acos", [](const auto& t) { return dl::asin(t) - dl::acos(t); }, -0.9f, 0.9f, tol);
+  check_op16<T>("sinh cosh tanh", [](const auto& t) { return dl::sinh(t) + dl::cosh(t) * dl::tanh(t); }, -3, 3, 4 * tol);
+  check_op16<T>("erf sigmoid", [](const auto& t) { return dl::erf(t) + dl::sigmoid(t); }, -3, 3, tol);
+  check_op16<T>("reciprocal square", [](const auto& t) { return dl::reciprocal(t) + dl::square(t); }, 0.2f, 3, 4 * tol);
+  check_op16<T>("relu clamp", [](const auto& t) { return dl::relu(t) + dl::clamp(t, -0.5f, 0.7f); }, -2, 2, tol);
+  check_op16<T>("pow", [](const auto& t) { return dl::pow(t, 3) + dl::pow(t, 2.5) + dl::pow(2.0f, t); }, 0.1f, 2, 4 * tol);
+  check_op16<T>("add sub mul div", [](const auto& t) { return (t + 1.0f) * (t - 2.0f) / (t * t + 1.0f); }, -3, 3, tol);
+  check_op16<T>("maximum minimum", [](const auto& t) { return dl::maximum(t, t * t - 1.0f) + dl::minimum(t, 0.5f - t); }, -2, 2, tol);
+  // (thresholds exact in 16 bits: dl rounds a number operand to the tensor's 16-bit type, where
+  // PyTorch keeps it in float; 0.3f would become 0.30005 here)
+  check_op16<T>("where comparisons", [](const auto& t) { return dl::where((t > 0.25f) | (t <= -1.0f), t * 2.0f, t * t); }, -2, 2, tol);
+  check_op16<T>("lerp xlogy", [](const auto& t) { return dl::lerp(t, t * t, 0.3f) + dl::xlogy(t, t + 1.0f); }, 0.1f, 3, tol);
+  check_op16<T>("leaky_relu elu", [](const auto& t) { return apply(LeakyRelu<float>{0.1f}, t) + apply(Elu<float>{1.0f, 1.0f, 1.0f}, t); }, -2, 2, tol);
+  check_op16<T>("gelu", [](const auto& t) { return apply(Gelu<float>{false}, t) + apply(Gelu<float>{true}, t); }, -3, 3, tol);
+  check_op16<T>("silu mish softplus", [](const auto& t) { return apply(Silu{}, t) + apply(Mish{}, t) + apply(Softplus<float>{1.0f, 20.0f}, t); }, -4, 4, 4 * tol);
+  check_op16<T>("hard*", [](const auto& t) { return apply(Hardtanh<float>{-1.0f, 1.0f}, t) + apply(Hardsigmoid{}, t) + apply(Hardswish{}, t); }, -4, 4, tol);
+  check_op16<T>("logsigmoid softsign tanhshrink", [](const auto& t) { return apply(LogSigmoid{}, t) + apply(Softsign{}, t) + apply(Tanhshrink{}, t); }, -3, 3, tol);
+  check_op16<T>("threshold prelu", [](const auto& t) { return apply(Threshold<float>{0.1f, -1.0f}, t) + apply(Prelu{}, t, t * 0.1f); }, -2, 2, tol);
+  check_op16<T>("lgamma digamma erfinv", [](const auto& t) { return dl::lgamma(t + 1.0f) + dl::digamma(t + 1.0f) + dl::erfinv(t * 0.4f); }, 0.2f, 2, 4 * tol);
+  check_op16<T>("casts", [](const auto& t) { return dl::cast<float>(dl::cast<double>(t) * 2.0); }, -2, 2, tol);
+}

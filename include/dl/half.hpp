@@ -164,6 +164,29 @@ concept half_float = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 namespace std {
 
+// Mixed with a built-in number, a 16-bit float takes part as the float it converts to (so generic
+// code that picks std::common_type_t of two operand types gets float, as the arithmetic does).
+template <class T>
+  requires std::is_arithmetic_v<T>
+struct common_type<dl::Half, T> : common_type<float, T> {};
+template <class T>
+  requires std::is_arithmetic_v<T>
+struct common_type<T, dl::Half> : common_type<T, float> {};
+template <class T>
+  requires std::is_arithmetic_v<T>
+struct common_type<dl::BFloat16, T> : common_type<float, T> {};
+template <class T>
+  requires std::is_arithmetic_v<T>
+struct common_type<T, dl::BFloat16> : common_type<T, float> {};
+template <>
+struct common_type<dl::Half, dl::BFloat16> {
+  using type = float;
+};
+template <>
+struct common_type<dl::BFloat16, dl::Half> {
+  using type = float;
+};
+
 /// torch.finfo(torch.float16): eps 2^-10, max 65504, tiny 2^-14.
 template <>
 class numeric_limits<dl::Half> {

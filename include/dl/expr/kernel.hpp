@@ -222,10 +222,19 @@ struct ApplyView {
   }
 
  private:
+  /// Operand I as the op reads it: converted to its input type, and a 16-bit value widened to
+  /// float, so that an op computes in float and rounds once, at its result (PyTorch's opmath; in
+  /// SIMD mode the lanes are float already).
   template <size_t I, bool Simd, class V>
   DL_HD DL_INLINE static auto convert(const V& v) {
     if constexpr (Simd) return v;
-    else return static_cast<input_t<I>>(v);
+    else return static_cast<lane_elem_t<input_t<I>>>(static_cast<input_t<I>>(v));
+  }
+  /// A 16-bit value (an output or gradient in scalar mode) widened to float; others unchanged.
+  template <class V>
+  DL_HD DL_INLINE static auto widen(const V& v) {
+    if constexpr (half_float<V>) return float(v);
+    else return v;
   }
   template <bool Simd, size_t... Is, class... Vs>
   DL_HD DL_INLINE auto combine_impl(std::index_sequence<Is...>, const Vs&... vs) const {
@@ -261,7 +270,7 @@ struct ApplyView {
   }
   template <size_t I, bool Simd, class Tape, class G, size_t... Is>
   DL_HD DL_INLINE auto local_grad(const Tape& t, const G& g, std::index_sequence<Is...>) const {
-    return op.template d<I>(convert<Is, Simd>(tape_value(get<Is>(t.kids)))..., t.value, g);
+    return op.template d<I>(convert<Is, Simd>(tape_value(get<Is>(t.kids)))..., widen(t.value), widen(g));
   }
 };
 

@@ -200,7 +200,7 @@ struct Xlogy {
   DL_HD X operator()(const X& x, const X& y) const {
     using std::log;
     if (y != y) return y;
-    return x == X(0) ? X(0) : x * log(y);
+    return x == X(0) ? X(0) : X(x * log(y));
   }
   DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
