@@ -17,5 +17,5 @@ f = {"chain": lambda: torch.sigmoid(a * b + c) * d, "sum": lambda: a.sum(), "cas
      "mm": lambda: p @ q}[what]
 try:
     print(median_ms(f, reps))
-except RuntimeError:  # e.g. "not implemented for 'Half'" in older CPU builds
+except RuntimeError:  # Debian's PyTorch 1.13 has no CPU float16 kernel for some ops: no figure
     print("nan")
