@@ -1,7 +1,6 @@
 // libdl_kernels: dl's compiled mode (see DL_HEADER_ONLY in dl/config.hpp). This translation unit
-// sees every body: it is compiled with -fkeep-inline-functions, so each of dl's non-template inline
-// functions is emitted here once, and dl/compiled.hpp turns its list of instantiations into
-// explicit instantiation definitions. Programs built with DL_COMPILED_KERNELS link against it.
+// sees every non-template body (DL_BUILDING_KERNELS) and defines each of dl's DL_API functions
+// once. The template instantiations are in the sibling sources, one per area (DL_EXTERN_TEMPLATE).
 #define DL_BUILDING_KERNELS 1
 #ifndef DL_COMPILED_KERNELS
 #define DL_COMPILED_KERNELS 1

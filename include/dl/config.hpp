@@ -25,6 +25,41 @@
 #define DL_API inline
 #endif
 
+// Compiled mode's explicit instantiations (the Tensor<T> classes themselves: dl/tensor/instances.hpp),
+// each declared once, beside the template it instantiates:
+//   DL_EXTERN_TEMPLATE(nn, Tensor<float> batch_norm<Tensor<float>, float>(...))
+// is `extern template ...;` in a user's translation unit in compiled mode (the user's build does not
+// compile that instantiation: libdl_kernels holds it), `template ...;` in the one library source that
+// owns the area (src/<area>.cpp defines DL_EXTERN_<area> empty before including dl), and nothing in
+// header-only mode. A declaration that names no existing specialization fails to compile in both,
+// and the library defines every one it declares, so the list cannot drift from the library.
+#if defined(DL_COMPILED_KERNELS)
+#define DL_EXTERN_TEMPLATE(area, ...) DL_EXTERN_##area template __VA_ARGS__;
+#else
+#define DL_EXTERN_TEMPLATE(area, ...)
+#endif
+#ifndef DL_EXTERN_unary
+#define DL_EXTERN_unary extern  // single-op expressions of one tensor, activations (src/unary.cpp)
+#endif
+#ifndef DL_EXTERN_binary
+#define DL_EXTERN_binary extern  // single-op expressions of two operands, comparisons, casts (src/binary.cpp)
+#endif
+#ifndef DL_EXTERN_reduce
+#define DL_EXTERN_reduce extern  // reductions of tensors, autograd's view and copy nodes (src/reduce.cpp)
+#endif
+#ifndef DL_EXTERN_ops
+#define DL_EXTERN_ops extern  // materialising ops: products, convolution, pooling, losses (src/ops.cpp)
+#endif
+#ifndef DL_EXTERN_nn
+#define DL_EXTERN_nn extern  // nn::functional and the layers' forward passes (src/nn.cpp)
+#endif
+#ifndef DL_EXTERN_optim
+#define DL_EXTERN_optim extern  // optimizers (src/optim.cpp)
+#endif
+#ifndef DL_EXTERN_data
+#define DL_EXTERN_data extern  // datasets, transforms, loaders (src/data.cpp)
+#endif
+
 // One annotation for functions that must run on the host and, later, inside CUDA kernels.
 #if defined(__CUDACC__)
 #define DL_HD __host__ __device__

@@ -207,8 +207,9 @@ Tensor<T>& Tensor<T>::copy_(const E& src) {
 }
 
 template <scalar_type T>
-Tensor<T>& Tensor<T>::uniform_(double from, double to) {
-  static_assert(floating_scalar<T>, "uniform_ needs a floating tensor");
+Tensor<T>& Tensor<T>::uniform_(double from, double to)
+  requires floating_scalar<T>
+{
   DL_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   if (auto r = detail::philox_on_device<T>(detail::RandomKind::Uniform, shape(), device(), nullptr, from, to); r.defined())
     return copy_(r);
@@ -218,8 +219,9 @@ Tensor<T>& Tensor<T>::uniform_(double from, double to) {
 }
 
 template <scalar_type T>
-Tensor<T>& Tensor<T>::normal_(double mean, double std) {
-  static_assert(floating_scalar<T>, "normal_ needs a floating tensor");
+Tensor<T>& Tensor<T>::normal_(double mean, double std)
+  requires floating_scalar<T>
+{
   DL_CHECK(std >= 0, "normal expects std >= 0.0, but found std ", std);
   if (auto r = detail::philox_on_device<T>(detail::RandomKind::Normal, shape(), device(), nullptr, mean, std); r.defined())
     return copy_(r);

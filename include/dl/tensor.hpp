@@ -268,8 +268,11 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   /// Copies src (a tensor or an expression, broadcast to this shape, converted to T).
   template <expr::operand E>
   Tensor& copy_(const E& src);
-  Tensor& uniform_(double from = 0, double to = 1);
-  Tensor& normal_(double mean = 0, double std = 1);
+  /// Random fills; floating tensors only (the constraint is what an integral tensor's call reports).
+  Tensor& uniform_(double from = 0, double to = 1)
+    requires floating_scalar<T>;
+  Tensor& normal_(double mean = 0, double std = 1)
+    requires floating_scalar<T>;
   template <expr::operand E>
   Tensor& add_(const E& other);
   template <expr::operand E, expr::number A>
@@ -335,3 +338,4 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
 #if defined(__CUDACC__)
 #include "cuda/kernels.hpp"
 #endif
+#include "tensor/instances.hpp"

@@ -212,3 +212,12 @@ auto prelu(E&& x, const Tensor<T>& weight) {
 }
 
 }  // namespace dl::nn::functional
+
+// Compiled mode: each activation of a tensor is evaluated in libdl_kernels (dl/tensor/instances.hpp).
+#if defined(DL_COMPILED_KERNELS)
+#define DL_ACTIVATION_OPS(X, T)                                                                                  \
+  X(T, Silu) X(T, Mish) X(T, Hardsigmoid) X(T, Hardswish) X(T, LogSigmoid) X(T, Softsign) X(T, Tanhshrink)     \
+  X(T, LeakyRelu<T>) X(T, Elu<T>) X(T, Gelu<T>) X(T, Softplus<T>) X(T, Hardtanh<T>) X(T, Threshold<T>)
+DL_ACTIVATION_OPS(DL_EXTERN_UNARY, float)
+#undef DL_ACTIVATION_OPS
+#endif
