@@ -70,7 +70,7 @@ for mode in $modes; do
       objs="$objs $o"
     done
     if [ "$mode" != header-only ]; then
-      g++ -fopenmp $objs -o "$out/$name" -L"$build" -ldl_kernels -Wl,-rpath,"$build" $libs ||
+      g++ -fopenmp $objs -o "$out/$name" "$(ls "$build"/libdl_kernels.so* | head -1)" -Wl,-rpath,"$build" $libs ||
         { echo "$name: compiled mode does not link"; exit 1; }
     fi
   done

@@ -26,41 +26,5 @@ DL_INSTANTIATE_OPTIMIZER(AdamW, dl::optim::AdamState, float)
 DL_INSTANTIATE_OPTIMIZER(RMSprop, dl::optim::RMSpropState, float)
 DL_INSTANTIATE_OPTIMIZER(Adagrad, dl::optim::AdagradState, float)
 
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::class_loss_op<true, float>(const Tensor<float>&, const Tensor<int64_t>&,
-                                                                        const Tensor<float>&, const ClassLossParams&))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::class_loss_op<false, float>(const Tensor<float>&, const Tensor<int64_t>&,
-                                                                         const Tensor<float>&, const ClassLossParams&))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::matmul_nd<float>(const Tensor<float>&, const Tensor<float>&, const char*))
-DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::linear<dl::Tensor<float>, dl::detail::Identity, float>(
-    const Tensor<float>&, const Tensor<float>&, const Tensor<float>&, dl::detail::Identity))
-DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::linear<dl::Tensor<float>, dl::expr::Relu, float>(
-    const Tensor<float>&, const Tensor<float>&, const Tensor<float>&, dl::expr::Relu))
-DL_EXTERN_TEMPLATE(ops, void dl::detail::gemm<float, dl::detail::Epilogue<float>>(int64_t, int64_t, int64_t, float, MatrixRef<float>,
-                                                                         MatrixRef<float>, float, float*, int64_t,
-                                                                         const Epilogue<float>&, int))
-DL_EXTERN_TEMPLATE(ops, void dl::detail::gemm<float, dl::detail::Epilogue<float, dl::expr::Relu>>(
-    int64_t, int64_t, int64_t, float, MatrixRef<float>, MatrixRef<float>, float, float*, int64_t,
-    const Epilogue<float, dl::expr::Relu>&, int))
-DL_EXTERN_TEMPLATE(ops, dl::MaxResult<float> dl::detail::arg_reduce<true, float>(const Tensor<float>&, int64_t, bool, const char*))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::conv2d_op<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&,
-                                                               const ConvParams&))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::conv2d_input_op<float>(const Tensor<float>&, const Tensor<float>&, const Shape&,
-                                                                     const ConvParams&))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::conv2d_weight_op<float>(const Tensor<float>&, const Tensor<float>&, const Shape&,
-                                                                      const ConvParams&))
-DL_EXTERN_TEMPLATE(ops, dl::MaxResult<float> dl::detail::max_pool2d_op<float>(const Tensor<float>&, const PoolParams&))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::max_pool2d_scatter_op<float>(const Tensor<float>&, const Tensor<int64_t>&,
-                                                                          const Shape&))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::max_pool2d_gather_op<float>(const Tensor<float>&, const Tensor<int64_t>&))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::avg_pool2d_op<float>(const Tensor<float>&, const PoolParams&, const Shape&, bool))
-DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::avg_pool2d_backward_op<float>(const Tensor<float>&, const PoolParams&,
-                                                                           const Shape&, bool))
-DL_EXTERN_TEMPLATE(nn, class dl::nn::detail::ConvBase<2, false>)
-DL_EXTERN_TEMPLATE(reduce, class dl::detail::AsStridedBackward<float>)
-DL_EXTERN_TEMPLATE(reduce, class dl::detail::CopySlices<float>)
-DL_EXTERN_TEMPLATE(data, class dl::data::VisionDataset<dl::data::transforms::Normalize>)
-DL_EXTERN_TEMPLATE(data, class dl::data::MNIST<dl::data::transforms::Normalize>)
-DL_EXTERN_TEMPLATE(data, class dl::data::FashionMNIST<dl::data::transforms::Normalize>)
-
 #undef DL_INSTANTIATE_OPTIMIZER
 #endif

@@ -843,3 +843,7 @@ std::vector<Tensor<T>> Tensor<T>::unbind(int64_t dim) const {
 }
 
 }  // namespace dl
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(reduce, class dl::detail::AsStridedBackward<float>)
+DL_EXTERN_TEMPLATE(reduce, class dl::detail::CopySlices<float>)

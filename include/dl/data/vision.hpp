@@ -361,3 +361,8 @@ CIFAR100<Transform>::CIFAR100(const std::filesystem::path& root, bool train, Tra
     : CIFAR100(detail::load_cifar100(root, train), std::move(transform)) {}
 
 }  // namespace dl::data
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(data, class dl::data::VisionDataset<dl::data::transforms::Normalize>)
+DL_EXTERN_TEMPLATE(data, class dl::data::MNIST<dl::data::transforms::Normalize>)
+DL_EXTERN_TEMPLATE(data, class dl::data::FashionMNIST<dl::data::transforms::Normalize>)

@@ -649,3 +649,6 @@ bool equal(const A& a, const B& b) {
 }
 
 }  // namespace dl
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(ops, dl::MaxResult<float> dl::detail::arg_reduce<true, float>(const dl::Tensor<float>&, int64_t, bool, const char*))

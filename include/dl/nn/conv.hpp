@@ -222,3 +222,6 @@ inline ConvTranspose2d<>::ConvTranspose2d(int64_t in, int64_t out, Size2 k, cons
                detail::dims_of(o.output_padding), o.groups, o.bias, o.padding_mode) {}
 
 }  // namespace dl::nn
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, class dl::nn::detail::ConvBase<2, false>)

@@ -389,6 +389,22 @@ Tensor<T> conv2d_weight(const Tensor<T>& input, const Shape& weight_shape, const
 
 }  // namespace dl::nn::grad
 
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::linear(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, dl::detail::Identity))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::linear(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, dl::expr::Relu))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::conv2d(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, dl::Size2, dl::Size2, dl::Size2, int64_t))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::conv1d(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, int64_t, int64_t, int64_t, int64_t))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::conv_transpose2d(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, dl::Size2, dl::Size2, dl::Size2, int64_t,
+                                                                dl::Size2))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::max_pool2d(const dl::Tensor<float>&, dl::Size2, dl::OptionalSize2, dl::Size2, dl::Size2, bool))
+DL_EXTERN_TEMPLATE(nn, dl::MaxResult<float> dl::nn::functional::max_pool2d_with_indices(const dl::Tensor<float>&, dl::Size2, dl::OptionalSize2,
+                                                                                       dl::Size2, dl::Size2, bool))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::avg_pool2d(const dl::Tensor<float>&, dl::Size2, dl::OptionalSize2, dl::Size2, bool, bool, int64_t))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::adaptive_avg_pool2d(const dl::Tensor<float>&, dl::Size2))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::adaptive_max_pool2d(const dl::Tensor<float>&, dl::Size2))
+DL_EXTERN_TEMPLATE(nn, dl::MaxResult<float> dl::nn::functional::adaptive_max_pool2d_with_indices(const dl::Tensor<float>&, dl::Size2))
+
 #include "functional/activation.hpp"
 #include "functional/conv_extra.hpp"
 #include "functional/dropout.hpp"

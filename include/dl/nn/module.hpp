@@ -818,3 +818,7 @@ DL_API std::ostream& operator<<(std::ostream& os, const Module& m) { return os <
 #endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, std::vector<dl::Tensor<float>> dl::nn::Module::parameters<float>(bool))
+DL_EXTERN_TEMPLATE(nn, std::vector<std::pair<std::string, dl::Tensor<float>>> dl::nn::Module::named_parameters<float>(bool))

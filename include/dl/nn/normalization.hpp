@@ -268,3 +268,6 @@ DL_API std::string GroupNorm<>::extra_repr() const {
 #endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::detail::BatchNormBase::run(const dl::Tensor<float>&))

@@ -746,3 +746,8 @@ Tensor<T> conv2d_weight_op(const Tensor<T>& x_, const Tensor<T>& gy_, const Shap
 
 }  // namespace detail
 }  // namespace dl
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::conv2d_op<float>(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::detail::ConvParams&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::conv2d_input_op<float>(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Shape&, const dl::detail::ConvParams&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::conv2d_weight_op<float>(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Shape&, const dl::detail::ConvParams&))

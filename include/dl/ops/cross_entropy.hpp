@@ -414,3 +414,9 @@ Tensor<T> class_loss_op(const Tensor<T>& input, const Tensor<int64_t>& target, c
 }
 
 }  // namespace dl::detail
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::class_loss_op<true, float>(const dl::Tensor<float>&, const dl::Tensor<int64_t>&, const dl::Tensor<float>&,
+                                                                   const dl::detail::ClassLossParams&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::class_loss_op<false, float>(const dl::Tensor<float>&, const dl::Tensor<int64_t>&, const dl::Tensor<float>&,
+                                                                    const dl::detail::ClassLossParams&))

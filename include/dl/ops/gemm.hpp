@@ -606,3 +606,12 @@ inline void set_gemm_backend(GemmBackend backend) {
 inline GemmBackend gemm_backend() { return GemmBackend(detail::gemm_backend_slot().load(std::memory_order_relaxed)); }
 
 }  // namespace dl
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(ops, void dl::detail::gemm<float, dl::detail::Epilogue<float>>(int64_t, int64_t, int64_t, float,
+                                                                                 dl::detail::MatrixRef<float>,
+                                                                                 dl::detail::MatrixRef<float>, float, float*,
+                                                                                 int64_t, const dl::detail::Epilogue<float>&, int))
+DL_EXTERN_TEMPLATE(ops, void dl::detail::gemm<float, dl::detail::Epilogue<float, dl::expr::Relu>>(
+                            int64_t, int64_t, int64_t, float, dl::detail::MatrixRef<float>, dl::detail::MatrixRef<float>, float,
+                            float*, int64_t, const dl::detail::Epilogue<float, dl::expr::Relu>&, int))

@@ -619,3 +619,12 @@ Tensor<expr::value_type_t<A>> addbmm(const S& self_, const A& batch1, const B& b
 }
 
 }  // namespace dl
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::matmul_nd<float>(const dl::Tensor<float>&, const dl::Tensor<float>&, const char*))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::matmul(const dl::Tensor<float>&, const dl::Tensor<float>&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::mm(const dl::Tensor<float>&, const dl::Tensor<float>&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::bmm(const dl::Tensor<float>&, const dl::Tensor<float>&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::dot(const dl::Tensor<float>&, const dl::Tensor<float>&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::mv(const dl::Tensor<float>&, const dl::Tensor<float>&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::addmm(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, double, double))

@@ -396,3 +396,11 @@ Tensor<T> avg_pool2d_backward_op(const Tensor<T>& g_, const PoolParams& p, const
 }
 
 }  // namespace dl::detail
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(ops, dl::MaxResult<float> dl::detail::max_pool2d_op<float>(const dl::Tensor<float>&, const dl::detail::PoolParams&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::max_pool2d_scatter_op<float>(const dl::Tensor<float>&, const dl::Tensor<int64_t>&, const dl::Shape&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::max_pool2d_gather_op<float>(const dl::Tensor<float>&, const dl::Tensor<int64_t>&))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::avg_pool2d_op<float>(const dl::Tensor<float>&, const dl::detail::PoolParams&, const dl::Shape&, bool))
+DL_EXTERN_TEMPLATE(ops, dl::Tensor<float> dl::detail::avg_pool2d_backward_op<float>(const dl::Tensor<float>&, const dl::detail::PoolParams&, const dl::Shape&,
+                                                                      bool))

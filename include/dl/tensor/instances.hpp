@@ -74,6 +74,21 @@ DL_EXTERN_CAST(bool, float)
 DL_EXTERN_CAST(bool, int64_t)
 DL_EXTERN_CAST(uint8_t, float)
 
+// In-place ops with a tensor or a number of the same type (x.copy_(y), x.add_(y), x.mul_(2)...).
+#define DL_EXTERN_INPLACE(T)                                                                    \
+  DL_EXTERN_TEMPLATE(binary, dl::Tensor<T>& dl::Tensor<T>::copy_(const dl::Tensor<T>&))       \
+  DL_EXTERN_TEMPLATE(binary, dl::Tensor<T>& dl::Tensor<T>::add_(const dl::Tensor<T>&))        \
+  DL_EXTERN_TEMPLATE(binary, dl::Tensor<T>& dl::Tensor<T>::sub_(const dl::Tensor<T>&))        \
+  DL_EXTERN_TEMPLATE(binary, dl::Tensor<T>& dl::Tensor<T>::mul_(const dl::Tensor<T>&))        \
+  DL_EXTERN_TEMPLATE(binary, dl::Tensor<T>& dl::Tensor<T>::div_(const dl::Tensor<T>&))        \
+  DL_EXTERN_TEMPLATE(binary, dl::Tensor<T>& dl::Tensor<T>::add_(const T&))                    \
+  DL_EXTERN_TEMPLATE(binary, dl::Tensor<T>& dl::Tensor<T>::mul_(const T&))
+DL_EXTERN_INPLACE(float)
+DL_EXTERN_INPLACE(double)
+DL_EXTERN_TEMPLATE(binary, dl::Tensor<int64_t>& dl::Tensor<int64_t>::copy_(const dl::Tensor<int64_t>&))
+DL_EXTERN_TEMPLATE(binary, dl::Tensor<int64_t>& dl::Tensor<int64_t>::add_(const int64_t&))
+#undef DL_EXTERN_INPLACE
+
 // Reductions of tensors (dl/expr/reduce_fwd.hpp's functions with E = Tensor<T>).
 #define DL_EXTERN_REDUCTIONS(T)                                                                                  \
   DL_EXTERN_TEMPLATE(reduce, dl::Tensor<dl::sum_t<T>> dl::sum(const dl::Tensor<T>&))                               \

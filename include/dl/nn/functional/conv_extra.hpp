@@ -260,3 +260,13 @@ Tensor<T> bilinear(const A& input1, const B& input2, const Tensor<T>& weight, co
 }
 
 }  // namespace dl::nn::functional
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::conv3d(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, dl::Size3, dl::Size3, dl::Size3, int64_t))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::conv_transpose1d(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::Tensor<float>&, int64_t, int64_t, int64_t, int64_t, int64_t))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::max_pool1d(const dl::Tensor<float>&, int64_t, std::optional<int64_t>, int64_t, int64_t, bool))
+DL_EXTERN_TEMPLATE(nn, dl::MaxResult<float> dl::nn::functional::max_pool1d_with_indices(const dl::Tensor<float>&, int64_t, std::optional<int64_t>,
+                                                                                       int64_t, int64_t, bool))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::avg_pool1d(const dl::Tensor<float>&, int64_t, std::optional<int64_t>, int64_t, bool, bool))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::adaptive_avg_pool1d(const dl::Tensor<float>&, int64_t))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::adaptive_max_pool1d(const dl::Tensor<float>&, int64_t))

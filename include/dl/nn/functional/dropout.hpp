@@ -113,3 +113,9 @@ Tensor<T> alpha_dropout(const E& input, double p, bool training, Generator* gene
 }
 
 }  // namespace dl::nn::functional
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::dropout(const dl::Tensor<float>&, double, bool, dl::Generator*))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::dropout2d(const dl::Tensor<float>&, double, bool, dl::Generator*))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::dropout1d(const dl::Tensor<float>&, double, bool, dl::Generator*))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::alpha_dropout(const dl::Tensor<float>&, double, bool, dl::Generator*))

@@ -402,3 +402,17 @@ Tensor<expr::value_type_t<A>> kl_div(const A& input, const B& target, KLDivLossO
 }
 
 }  // namespace dl::nn::functional
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::cross_entropy(const dl::Tensor<float>&, const dl::Tensor<int64_t>&,
+                                                             const dl::nn::CrossEntropyOptions<float>&))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::cross_entropy(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::nn::CrossEntropyOptions<float>&))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::nll_loss(const dl::Tensor<float>&, const dl::Tensor<int64_t>&, const dl::nn::NLLLossOptions<float>&))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::mse_loss(const dl::Tensor<float>&, const dl::Tensor<float>&, dl::nn::LossOptions))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::l1_loss(const dl::Tensor<float>&, const dl::Tensor<float>&, dl::nn::LossOptions))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::smooth_l1_loss(const dl::Tensor<float>&, const dl::Tensor<float>&, dl::nn::SmoothL1LossOptions))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::huber_loss(const dl::Tensor<float>&, const dl::Tensor<float>&, dl::nn::HuberLossOptions))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::binary_cross_entropy(const dl::Tensor<float>&, const dl::Tensor<float>&, const dl::nn::BCELossOptions<float>&))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::binary_cross_entropy_with_logits(const dl::Tensor<float>&, const dl::Tensor<float>&,
+                                                                                const dl::nn::BCEWithLogitsLossOptions<float>&))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::kl_div(const dl::Tensor<float>&, const dl::Tensor<float>&, dl::nn::KLDivLossOptions))

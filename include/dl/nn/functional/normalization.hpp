@@ -497,3 +497,10 @@ Tensor<T> normalize(const E& input, double p, int64_t dim, double eps) {
 }
 
 }  // namespace dl::nn::functional
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::batch_norm(const dl::Tensor<float>&, dl::Tensor<float>, dl::Tensor<float>, dl::Tensor<float>, dl::Tensor<float>, bool, double, double))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::layer_norm(const dl::Tensor<float>&, dl::Shape, dl::Tensor<float>, dl::Tensor<float>, double))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::group_norm(const dl::Tensor<float>&, int64_t, dl::Tensor<float>, dl::Tensor<float>, double))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::instance_norm(const dl::Tensor<float>&, dl::Tensor<float>, dl::Tensor<float>, dl::Tensor<float>, dl::Tensor<float>, bool, double, double))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::normalize(const dl::Tensor<float>&, double, int64_t, double))

@@ -123,3 +123,6 @@ Tensor<T> pad(const E& input, std::vector<int64_t> pad, std::string_view mode, d
 }
 
 }  // namespace dl::nn::functional
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::pad(const dl::Tensor<float>&, std::vector<int64_t>, std::string_view, double))

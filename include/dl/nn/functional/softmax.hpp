@@ -36,3 +36,7 @@ Tensor<expr::value_type_t<E>> log_softmax(const E& input, int64_t dim) {
 }
 
 }  // namespace dl::nn::functional
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::softmax(const dl::Tensor<float>&, int64_t))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::log_softmax(const dl::Tensor<float>&, int64_t))

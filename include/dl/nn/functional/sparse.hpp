@@ -134,3 +134,7 @@ DL_API Tensor<int64_t> one_hot(const Tensor<int64_t>& input, int64_t num_classes
 #endif  // DL_HEADER_ONLY
 
 }  // namespace dl::nn::functional
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::embedding(const dl::Tensor<int64_t>&, const dl::Tensor<float>&, std::optional<int64_t>,
+                                                         std::optional<double>, double, bool))
