@@ -6,7 +6,8 @@
 //   fashion_mnist_cnn [--epochs 10] [--batch-size 128] [--lr 0.1] [--threads N] [--data DIR]
 //                     [--checkpoint FILE] [--resume] [--plot curves.svg] [--seed 0] [--device cpu]
 //
-// The last line of a run is `test accuracy: 92.31%`.
+// The last line of a run is `test accuracy: 92.31%`. The command line is parsed in
+// fashion_mnist_cnn_cli.cpp: a second file, so that editing the model rebuilds only this one.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include <dl/dl.hpp>
 #include <dl/nn.hpp>
 #include <dl/optim.hpp>
 #include <dl/utils/plot.hpp>
 #include <dl/utils/progress.hpp>
+
+#include "fashion_mnist_cnn.hpp"
 
 namespace nn = dl::nn;
 namespace F = dl::nn::functional;
@@ -48,21 +49,6 @@ struct Net : nn::Module {
     y = F::max_pool2d(F::relu(bn3(conv3(y))), 2);
     return fc(drop(y.flatten(1)));
   }
-};
-
-struct Options {
-  int epochs = 10;
-  int64_t batch_size = 128;
-  double lr = 0.1;
-  int threads = 0;
-  std::string data = "/usr/share/datasets/fashion-mnist";
-  std::string checkpoint;
-  bool resume = false;
-  std::string plot;
-  uint64_t seed = 0;
-  std::string device = "cpu";
-  int64_t limit = 0;     // use only the first `limit` training and test images (smoke tests)
-  int stop_after = 0;    // stop after this epoch, as if interrupted (then --resume)
 };
 
 /// Per-epoch figures, kept in the checkpoint so a resumed run plots the whole history.
@@ -229,36 +215,4 @@ int run(const Options& o) {
   }
   std::printf("\ntest accuracy: %.2f%%\n", 100 * last.accuracy);
   return 0;
-}
-
-int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{"Train a small CNN on Fashion-MNIST with dl"};
-  app.add_option("--epochs", o.epochs, "passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", o.batch_size, "images per step")->check(CLI::PositiveNumber);
-  app.add_option("--lr", o.lr, "peak learning rate of the one-cycle schedule")->check(CLI::PositiveNumber);
-  app.add_option("--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
-  app.add_option("--data", o.data, "folder with the Fashion-MNIST IDX files (.gz or plain)");
-  app.add_option("--checkpoint", o.checkpoint, "save model, optimizer, scheduler, epoch and RNG state here every epoch");
-  app.add_flag("--resume", o.resume, "continue from --checkpoint");
-  app.add_option("--plot", o.plot, "write the loss and accuracy curves to this SVG file");
-  app.add_option("--seed", o.seed, "random seed (initialisation, shuffling, augmentation, dropout)");
-  app.add_option("--device", o.device, "cpu (cuda once dl's CUDA support lands)");
-  app.add_option("--limit", o.limit, "use only the first N training and test images (smoke tests)")->check(CLI::NonNegativeNumber);
-  app.add_option("--stop-after", o.stop_after, "stop after this epoch, as if interrupted (continue with --resume)")
-      ->check(CLI::NonNegativeNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
 }

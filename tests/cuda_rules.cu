@@ -5,7 +5,7 @@
 // fails this build; without the check nvcc would compile a kernel that silently skips the call.
 // Building is passing; running it only prints how many kernels it instantiated.
 #define DL_CHECK_DEVICE_RULES 1
-#include <dl/tensor.hpp>
+#include <dl/cuda.hpp>
 #include <dl/expr/activations.hpp>
 #include <dl/expr/special.hpp>
 

@@ -79,6 +79,11 @@ inline const bool hooks_installed = install_hooks();
 #if defined(__CUDACC__)
 #include "cuda/indexing.hpp"
 #include "cuda/random.hpp"
+#if defined(__CUDACC__)
+// The kernel generator: every expression a .cu translation unit evaluates on the GPU gets its
+// kernel here (a .cu file includes <dl/cuda.hpp>; a host-only one may include just <dl/tensor.hpp>).
+#include "cuda/kernels.hpp"
+#endif
 
 // The kernels dl's own code paths evaluate on CUDA tensors (fills, copies, casts, gradient
 // accumulation, scaling, products of two tensors, sums), registered by every .cu file that includes this header so that

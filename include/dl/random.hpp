@@ -9,6 +9,7 @@
 #include <mutex>
 #include <numbers>
 
+#include "config.hpp"
 #include "parallel.hpp"
 
 namespace dl {

@@ -1,7 +1,7 @@
 // Compiled to PTX by cuda_vector_ptx.sh (a meson test): the generated forward kernel and fused
 // backward kernel of a float expression must read and write through 16-byte vector instructions
 // on their contiguous path (dl/cuda/kernels.hpp, run_vector).
-#include <dl/tensor.hpp>
+#include <dl/cuda.hpp>
 
 namespace {
 using namespace dl::expr;

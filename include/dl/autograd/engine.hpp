@@ -1,6 +1,7 @@
 // dl/autograd/engine.hpp — the backward engine (reverse topological execution of recorded nodes,
-// gradient accumulation, hooks, retain_graph / create_graph), dl::autograd::grad, and the autograd
-// members of Tensor.
+// gradient accumulation, hooks, retain_graph / create_graph) and dl::autograd::grad. It works on
+// TensorImplPtr through the per-dtype GradOps table; Tensor's autograd members are in
+// dl/tensor/autograd.hpp.
 #pragma once
 
 #include <algorithm>
@@ -12,30 +13,11 @@
 #include <unordered_set>
 
 #include "../config.hpp"
+#include "../expr/boundaries.hpp"
 #include "../profiler_hook.hpp"
 #include "graph.hpp"
 
 namespace dl {
-
-/// Assignable view of a tensor's gradient slot (see Tensor::mutable_grad).
-template <scalar_type T>
-class GradSlot {
- public:
-  explicit GradSlot(TensorImplPtr owner) : owner_(std::move(owner)) {}
-  GradSlot& operator=(const Tensor<T>& g) {
-    if (g.defined())
-      DL_CHECK(g.shape() == owner_->shape, "assigned grad has data of a different size: grad shape ", g.shape(),
-               " but the tensor has shape ", owner_->shape);
-    autograd::detail::meta(owner_).grad = g.impl();
-    return *this;
-  }
-  Tensor<T> get() const { return owner_->autograd ? Tensor<T>(owner_->autograd->grad) : Tensor<T>(); }
-  operator Tensor<T>() const { return get(); }
-  bool defined() const { return get().defined(); }
-
- private:
-  TensorImplPtr owner_;
-};
 
 namespace autograd {
 namespace detail {
@@ -106,8 +88,7 @@ void scan_nonfinite(const TensorImpl& t, bool* nan, bool* inf) {
     TensorImplPtr g = out[i];
     if (g->storage->device().is_cuda()) {  // scanned from a host copy
       NoGradGuard no_grad;
-      if (g->dtype == ScalarType::Float) g = Tensor<float>(g).to(kCPU).impl();
-      else if (g->dtype == ScalarType::Double) g = Tensor<double>(g).to(kCPU).impl();
+      g = grad_ops(g->dtype).to_cpu(g);
     }
     if (g->dtype == ScalarType::Float) scan_nonfinite<float>(*g, &nan, &inf);
     else if (g->dtype == ScalarType::Double) scan_nonfinite<double>(*g, &nan, &inf);
@@ -171,6 +152,7 @@ void register_grad_ops() {
         return expr::evaluate_raw(expr::apply(expr::Copy{}, Tensor<T>(t))).impl();
       };
       ops.view_of_base = &dl::detail::view_of_base_node<T>;
+      ops.to_cpu = [](const TensorImplPtr& t) -> TensorImplPtr { return Tensor<T>(t).to(kCPU).impl(); };
     }
     return true;
   }();
@@ -299,89 +281,6 @@ std::vector<Tensor<T>> grad(std::initializer_list<Tensor<T>> outputs, std::initi
 }
 
 }  // namespace autograd
-
-// ------------------------------------------------------------------------------ Tensor members
-
-template <scalar_type T>
-Tensor<T>& Tensor<T>::requires_grad_(bool requires_grad) {
-  if (!requires_grad && !is_leaf())
-    throw Error("you can only change requires_grad flags of leaf variables. If you want to use a computed "
-                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
-  if constexpr (!floating_scalar<T>) {
-    DL_CHECK(!requires_grad, "only Tensors of floating point dtype can require gradients (got ", dtype_name(dtype_of<T>), ")");
-  }
-  autograd::register_grad_ops<T>();
-  autograd::detail::meta(impl_).requires_grad = requires_grad;
-  return *this;
-}
-template <scalar_type T>
-bool Tensor<T>::requires_grad() const {
-  return impl_ && autograd::detail::requires_grad(*impl_);
-}
-template <scalar_type T>
-Tensor<T> Tensor<T>::grad() const {
-  return impl_->autograd ? Tensor<T>(impl_->autograd->grad) : Tensor<T>();
-}
-template <scalar_type T>
-GradSlot<T> Tensor<T>::mutable_grad() const {
-  return GradSlot<T>(impl_);
-}
-template <scalar_type T>
-bool Tensor<T>::is_leaf() const {
-  if (impl_->view_base) autograd::detail::refresh_view(impl_);
-  return !impl_->autograd || !impl_->autograd->grad_fn;
-}
-template <scalar_type T>
-std::shared_ptr<autograd::Node> Tensor<T>::grad_fn() const {
-  if (impl_->view_base) autograd::detail::refresh_view(impl_);
-  return impl_->autograd ? impl_->autograd->grad_fn : nullptr;
-}
-template <scalar_type T>
-uint32_t Tensor<T>::output_nr() const {
-  if (impl_->view_base) autograd::detail::refresh_view(impl_);
-  return impl_->autograd ? impl_->autograd->output_nr : 0;
-}
-template <scalar_type T>
-void Tensor<T>::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
-  DL_CHECK(requires_grad(), "element 0 of tensors does not require grad and does not have a grad_fn");
-  DL_CHECK(gradient.defined() && gradient.shape() == shape(), "Mismatch in shape: grad_output[0] has a shape of ",
-           gradient.defined() ? gradient.shape() : Shape{}, " and output[0] has a shape of ", shape());
-  autograd::run_backward({autograd::gradient_edge(impl_)}, {gradient.impl()}, retain_graph || create_graph, create_graph);
-}
-template <scalar_type T>
-void Tensor<T>::backward(bool retain_graph, bool create_graph) const {
-  DL_CHECK(numel() == 1, "grad can be implicitly created only for scalar outputs (this tensor has shape ", shape(),
-           "); pass a gradient: t.backward(gradient)");
-  backward(ones<T>(shape()), retain_graph, create_graph);
-}
-template <scalar_type T>
-void Tensor<T>::retain_grad() const {
-  DL_CHECK(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
-  if (is_leaf()) return;
-  auto& m = autograd::detail::meta(impl_);
-  if (m.retains_grad) return;
-  m.retains_grad = true;
-  std::weak_ptr<TensorImpl> weak = impl_;
-  m.grad_fn->add_pre_hook(m.output_nr, [weak](const TensorImplPtr& g) -> TensorImplPtr {
-    if (auto t = weak.lock()) {
-      auto& meta = autograd::detail::meta(t);
-      meta.grad = meta.grad ? autograd::detail::add_grads(meta.grad, g) : autograd::grad_ops(g->dtype).clone(g);
-    }
-    return nullptr;
-  }, /*last=*/true);
-}
-template <scalar_type T>
-void Tensor<T>::register_hook(std::function<Tensor(const Tensor&)> fn) const {
-  DL_CHECK(requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
-  autograd::GradHook hook = [fn = std::move(fn)](const TensorImplPtr& g) -> TensorImplPtr {
-    Tensor r = fn(Tensor(g));
-    return r.defined() ? r.impl() : nullptr;
-  };
-  if (impl_->view_base) autograd::detail::refresh_view(impl_);
-  auto& m = autograd::detail::meta(impl_);
-  if (m.grad_fn) m.grad_fn->add_pre_hook(m.output_nr, std::move(hook));
-  else m.hooks.push_back(std::move(hook));
-}
 
 namespace autograd {
 

@@ -28,6 +28,9 @@
 #include <typeinfo>
 #include <vector>
 
+#include "../tensor/tensor.hpp"
+#include "engine.hpp"
+
 namespace dl::autograd {
 
 /// What forward leaves for backward: saved tensors (checked against in-place changes) and any

@@ -101,6 +101,8 @@ struct GradOps {
   TensorImplPtr (*clone)(const TensorImplPtr&) = nullptr;
   /// The grad_fn of `view` read straight from its base's current history (views.hpp).
   std::shared_ptr<Node> (*view_of_base)(const TensorImplPtr& view) = nullptr;
+  /// A host copy (anomaly mode scans a CUDA gradient for NaN and infinity on the CPU).
+  TensorImplPtr (*to_cpu)(const TensorImplPtr&) = nullptr;
 };
 namespace detail {
 inline GradOps& grad_ops_slot(ScalarType t) {

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "../parallel.hpp"
+#include "../tensor_impl.hpp"
 #include "device.hpp"
 #include "kernel.hpp"
 

@@ -3,9 +3,10 @@
 // Elementwise members return lazy expressions; reductions return tensors.
 #pragma once
 
+#include "../device.hpp"
+#include "../grad_mode.hpp"
 #include "node.hpp"
-#include "reduce_fwd.hpp"
-#include "../ops/matmul_fwd.hpp"
+#include "boundaries.hpp"
 
 namespace dl::expr {
 

@@ -9,7 +9,8 @@
 #include <limits>
 #include <numbers>
 
-#include "../tensor.hpp"
+#include "../error.hpp"
+#include "kernel.hpp"
 
 namespace dl {
 

@@ -10,7 +10,7 @@
 #include "../tensor.hpp"
 #include "gemm.hpp"
 #include "kernel_backward.hpp"
-#include "matmul_fwd.hpp"
+#include "../expr/boundaries.hpp"
 
 namespace dl {
 

@@ -89,7 +89,7 @@ DL_EXTERN_TEMPLATE(binary, dl::Tensor<int64_t>& dl::Tensor<int64_t>::copy_(const
 DL_EXTERN_TEMPLATE(binary, dl::Tensor<int64_t>& dl::Tensor<int64_t>::add_(const int64_t&))
 #undef DL_EXTERN_INPLACE
 
-// Reductions of tensors (dl/expr/reduce_fwd.hpp's functions with E = Tensor<T>).
+// Reductions of tensors (dl/expr/boundaries.hpp's functions with E = Tensor<T>).
 #define DL_EXTERN_REDUCTIONS(T)                                                                                  \
   DL_EXTERN_TEMPLATE(reduce, dl::Tensor<dl::sum_t<T>> dl::sum(const dl::Tensor<T>&))                               \
   DL_EXTERN_TEMPLATE(reduce, dl::Tensor<dl::sum_t<T>> dl::sum(const dl::Tensor<T>&, dl::Dims, bool))               \

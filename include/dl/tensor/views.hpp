@@ -1,10 +1,14 @@
-// dl/views.hpp — Tensor members that return views sharing storage (view, reshape, transpose,
+// dl/tensor/views.hpp — Tensor members that return views sharing storage (view, reshape, transpose,
 // permute, narrow, slice, select, squeeze, unsqueeze, expand, flatten, unflatten, as_strided,
-// split, chunk, unbind), conversions (to, clone, contiguous, detach) and element access. Views of
-// tensors that require grad record their backward rule.
+// split, chunk, unbind) and conversions (to, clone, contiguous, detach). Views of tensors that
+// require grad record their backward rule (AsStridedBackward; CopySlices for in-place changes).
 #pragma once
 
 #include <numeric>
+#include <optional>
+
+#include "creation.hpp"
+#include "tensor.hpp"
 
 namespace dl {
 
@@ -334,91 +338,6 @@ Tensor<T> make_view(const Tensor<T>& src, const Shape& shape, const Strides& str
 }
 
 }  // namespace detail
-
-// ------------------------------------------------------------------------------ construction
-
-namespace expr {
-/// The profiler's name for materialising expression e: PyTorch's op name for a single op
-/// ("aten::mul", "aten::leaky_relu"), "dl::fused[Mul(Add(x0, x1), 2)]" for a fused expression.
-template <class E>
-std::string profile_name(const E& e) {
-  if constexpr (E::depth == 1) {
-    static const std::string name = [] {
-      std::string s = "aten::";
-      for (const char c : E::op_name()) {
-        if (c >= 'A' && c <= 'Z') {
-          if (s.size() > 6) s += '_';
-          s += char(c - 'A' + 'a');
-        } else {
-          s += c;
-        }
-      }
-      return s;
-    }();
-    return name;
-  } else {
-    std::ostringstream os;
-    int leaf = 0;
-    autograd::detail::describe(os, e, leaf);
-    return "dl::fused[" + os.str() + "]";
-  }
-}
-}  // namespace expr
-
-template <scalar_type T>
-Tensor<T>::Tensor(TensorImplPtr impl) : impl_(std::move(impl)) {
-  DL_CHECK(!impl_ || impl_->dtype == dtype_of<T>, "Tensor<", dtype_name(dtype_of<T>), "> cannot hold a ",
-           dtype_name(impl_->dtype), " tensor");
-}
-
-template <scalar_type T>
-template <expr::node E>
-  requires expr::is_apply_v<E>
-Tensor<T>::Tensor(const E& e, dl::SourceLocation site) {
-  static_assert(std::is_same_v<expr::value_type_t<E>, T>,
-                "the expression's element type differs from the Tensor's: convert it with dl::cast<T>(expr)");
-  const autograd::detail::CallSiteScope call_site(site);
-  const profiler::detail::RecordScope scope(profiler::detail::EventKind::op, [&] { return expr::profile_name(e); });
-  if (scope) [[unlikely]]
-    expr::for_each_leaf(e, [&](const auto& leaf) { scope.input(leaf); });
-  const Shape shape = expr::shape_of(e);
-  impl_ = detail::make_impl(dtype_of<T>, shape, expr::device_of(e));
-  expr::assign(*this, e);
-  autograd::record_expr(e, *this);
-}
-
-// ------------------------------------------------------------------------------ access
-
-template <scalar_type T>
-T Tensor<T>::item() const {
-  DL_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to Scalar (shape ", shape(), ")");
-  if (device().is_cuda()) {
-    T v;
-    auto& hooks = detail::cuda_runtime_hooks();
-    if (!hooks.copy) detail::no_cuda_runtime(device());
-    hooks.copy(&v, kCPU, data_ptr(), device(), sizeof(T), false);
-    return v;
-  }
-  return *data();
-}
-
-template <scalar_type T>
-template <std::integral... I>
-T& Tensor<T>::at(I... idx) const {
-  DL_CHECK(int(sizeof...(I)) == dim(), "at: got ", sizeof...(I), " indices for a ", dim(), "-d tensor of shape ", shape());
-  DL_CHECK(device().is_cpu(), "at(): the tensor is on ", device(),
-           "; a reference to one element needs host memory (use item(), or to(dl::kCPU) first)");
-  const int64_t ix[] = {int64_t(idx)..., 0};
-  int64_t off = 0;
-  for (int d = 0; d < dim(); ++d) {
-    int64_t i = ix[d];
-    const int64_t n = impl_->shape[d];
-    DL_CHECK(i >= -n && i < n, "index ", i, " is out of bounds for dimension ", d, " with size ", n);
-    if (i < 0) i += n;
-    off += i * impl_->strides[d];
-  }
-  return data()[off];
-}
 
 // ------------------------------------------------------------------------------ conversions
 

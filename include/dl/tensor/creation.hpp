@@ -1,4 +1,4 @@
-// dl/creation.hpp — making tensors: empty, zeros, ones, full, arange, linspace, eye, rand, randn,
+// dl/tensor/creation.hpp — making tensors: empty, zeros, ones, full, arange, linspace, eye, rand, randn,
 // randint, randperm, the *_like forms, dl::tensor<T>({...}) from nested initializer lists (copies)
 // and from_blob (wraps user memory without a copy).
 #pragma once
@@ -9,8 +9,9 @@
 #include <optional>
 #include <vector>
 
-#include "expr/device.hpp"
-#include "random.hpp"
+#include "../expr/device.hpp"
+#include "../random.hpp"
+#include "tensor.hpp"
 
 namespace dl {
 

@@ -1,5 +1,7 @@
-// dl/expr/reduce_fwd.hpp — declarations of the reductions (defined in dl/expr/reduce.hpp), so
-// that Tensor's member functions can name them before Tensor is complete.
+// dl/expr/boundaries.hpp — declarations of the evaluation boundaries that expression and Tensor
+// members name (x.sum(), x.matmul(y)...): the reductions, defined in dl/ops/reduce.hpp, and the
+// products, defined in dl/ops/matmul.hpp. The expression layer declares them; the ops layer, above
+// it, defines them (dl/tensor.hpp includes both).
 #pragma once
 
 #include "node.hpp"
@@ -8,6 +10,13 @@ namespace dl {
 
 template <class T>
 struct MaxResult;
+
+namespace detail {
+/// g summed over the dims along which `shape` was broadcast to g's shape (the gradient of a
+/// broadcast operand); defined in dl/ops/reduce.hpp.
+template <class T>
+Tensor<T> sum_to(const Tensor<T>& g, const Shape& shape);
+}  // namespace detail
 
 // ------------------------------------------------------------------------------ declarations
 
@@ -83,5 +92,16 @@ bool allclose(const A& a, const B& b, double rtol = 1e-5, double atol = 1e-8, bo
 /// True when a and b have the same shape and the same elements (torch.equal).
 template <expression A, expression B>
 bool equal(const A& a, const B& b);
+
+/// Matrix product with PyTorch's rules: 1-D x 1-D is a dot product, 2-D x 1-D a matrix-vector
+/// product, 2-D x 2-D a matrix product, and N-D operands are batches of matrices whose batch dims
+/// broadcast (a 1-D operand gets a dim prepended / appended, removed again from the result).
+/// Needs <dl/ops/matmul.hpp> (or <dl/dl.hpp>) for its definition.
+template <expression A, expression B>
+Tensor<expr::value_type_t<A>> matmul(const A& a, const B& b);
+
+/// Product of two matrices: [n, m] x [m, p] -> [n, p].
+template <expression A, expression B>
+Tensor<expr::value_type_t<A>> mm(const A& a, const B& b);
 
 }  // namespace dl

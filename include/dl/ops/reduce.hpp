@@ -1,4 +1,4 @@
-// dl/expr/reduce.hpp — reductions: sum, mean, prod, max/min (all, per dim with indices, amax/amin),
+// dl/ops/reduce.hpp — reductions: sum, mean, prod, max/min (all, per dim with indices, amax/amin),
 // argmax/argmin, var, std, norm, logsumexp, all, any. Each is an evaluation boundary that reads
 // its elementwise input fused (no temporary for `(a - b).pow(2).sum()`), and records its backward
 // rule when the input requires grad.
@@ -8,9 +8,11 @@
 #include <numeric>
 
 #include "../autograd/graph.hpp"
-#include "../ops/index_geometry.hpp"
-#include "reduce_fwd.hpp"
-#include "reduce_kernels.hpp"
+#include "../expr/boundaries.hpp"
+#include "../expr/reduce_kernels.hpp"
+#include "../tensor/tensor.hpp"
+#include "../tensor/views.hpp"
+#include "index_geometry.hpp"
 
 namespace dl {
 

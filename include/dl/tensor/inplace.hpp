@@ -1,7 +1,13 @@
-// dl/inplace.hpp — in-place Tensor ops (fill_, copy_, add_, mul_, clamp_, masked_fill_, ...).
+// dl/tensor/inplace.hpp — in-place Tensor ops (fill_, copy_, add_, mul_, clamp_, masked_fill_, ...).
 // Each evaluates an expression straight into the tensor's memory (any strides), bumps the version
 // counter, and under autograd records the op as the tensor's new history.
 #pragma once
+
+#include <utility>
+
+#include "../random.hpp"
+#include "creation.hpp"
+#include "views.hpp"
 
 namespace dl {
 

@@ -1,4 +1,4 @@
-// dl/print.hpp — printing tensors the way PyTorch does: tensor([[1., 2.], [3., 4.]]), with its
+// dl/tensor/print.hpp — printing tensors the way PyTorch does: tensor([[1., 2.], [3., 4.]]), with its
 // choice of integer, fixed and scientific notation, summarisation of large tensors (threshold 1000,
 // 3 edge items), line wrapping at 80 columns, and dtype / grad_fn / requires_grad suffixes.
 #pragma once
@@ -10,6 +10,8 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+
+#include "tensor.hpp"
 
 namespace dl {
 
