@@ -54,14 +54,14 @@ inline void copy_bytes(void* dst, Device dd, const void* src, Device sd, size_t 
 
 /// Installs the CUDA allocator, copies and cuBLAS into the core (once, at start-up).
 inline bool install_hooks() {
-  auto& storage = ::dl::detail::cuda_allocator_hooks();
+  auto& storage = ::dl::detail::cuda_backend();
   storage.allocate = [](size_t n, size_t* block_size, int device) -> void* {
     return device_allocator().allocate(n, device, current_stream(device).handle(), block_size);
   };
   storage.deallocate = [](void* p, size_t, int) {
     if (p) device_allocator().deallocate(p);
   };
-  auto& rt = ::dl::detail::cuda_runtime_hooks();
+  auto& rt = ::dl::detail::cuda_backend();
   rt.copy = &copy_bytes;
   rt.pinned_alloc = [](size_t n) { return host_allocator().allocate(n); };
   rt.pinned_free = [](void* p) { host_allocator().deallocate(p); };

@@ -8,21 +8,10 @@
 #include <memory>
 
 #include "allocator.hpp"
+#include "backend/dispatch.hpp"
 #include "device.hpp"
 
 namespace dl {
-
-namespace detail {
-/// Allocation hooks for non-CPU devices; dl/cuda.hpp installs the CUDA one.
-struct DeviceAllocator {
-  void* (*allocate)(size_t n, size_t* block_size, int device) = nullptr;
-  void (*deallocate)(void* p, size_t block_size, int device) = nullptr;
-};
-inline DeviceAllocator& cuda_allocator_hooks() {
-  static DeviceAllocator hooks;
-  return hooks;
-}
-}  // namespace detail
 
 class Storage {
  public:
@@ -36,7 +25,7 @@ class Storage {
     if (device.is_cpu()) {
       s->data_ = detail::CpuAllocator::instance().allocate(nbytes, &s->block_size_);
     } else {
-      auto& hooks = detail::cuda_allocator_hooks();
+      auto& hooks = detail::device_backend(device.type);
       DL_CHECK(hooks.allocate, "cannot allocate on ", device,
                ": dl was built without CUDA support (include <dl/cuda.hpp> in a CUDA-enabled build)");
       s->data_ = hooks.allocate(nbytes, &s->block_size_, device.index);
@@ -63,7 +52,7 @@ class Storage {
     } else if (device_.is_cpu()) {
       detail::CpuAllocator::instance().deallocate(data_, block_size_);
     } else {
-      detail::cuda_allocator_hooks().deallocate(data_, block_size_, device_.index);
+      detail::device_backend(device_.type).deallocate(data_, block_size_, device_.index);
     }
   }
 

@@ -70,7 +70,7 @@ inline void blas_operand(int64_t rs, int64_t cs, cublasOperation_t& op, int64_t&
   }
 }
 
-/// The hook behind dl's matmul family on CUDA tensors (see CudaRuntimeHooks::gemm). C is row-major
+/// The hook behind dl's matmul family on CUDA tensors (see DeviceBackend::gemm). C is row-major
 /// (M x N, row stride ldc): cuBLAS computes its column-major transpose, C^T = B^T A^T.
 inline void gemm(ScalarType dtype, int device, int64_t M, int64_t N, int64_t K, double alpha, const void* A,
                  int64_t a_rs, int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, double beta, void* C,
@@ -119,7 +119,7 @@ struct LtDescriptors {
   }
 };
 
-/// The hook behind F::linear on CUDA tensors (CudaRuntimeHooks::linear): C [M, N] (row-major,
+/// The hook behind F::linear on CUDA tensors (DeviceBackend::linear): C [M, N] (row-major,
 /// contiguous) = act(X [M, K] @ W[N, K]^T + bias[N]) with X and W row-major (row strides ldx, ldw,
 /// unit column stride), bias contiguous or null, act 0 (none) or 1 (ReLU). In cuBLASLt's
 /// column-major terms: C^T [N, M] = op_T(W) [N, K] * X^T [K, M], and the epilogue adds the bias

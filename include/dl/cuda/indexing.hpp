@@ -2,7 +2,7 @@
 // gather, scatter, scatter_add, index_select/add/copy/fill, x[idx...] and index_put (its
 // addressing is dl/ops/index_geometry.hpp's, shared with the CPU test), the stream compaction
 // behind nonzero and masked_select, and max/min/argmax/argmin along a dim. <dl/cuda.hpp> installs
-// these into dl::detail::cuda_index_hooks(), so host-only translation units run them too.
+// these into dl::detail::cuda_backend() (dl/backend/dispatch.hpp), so host-only translation units run them too.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -325,7 +325,7 @@ inline void arg_reduce(ScalarType dtype, int device, bool is_max, const void* sr
 
 /// Installs the functions above into the core (once, at start-up).
 inline bool install_index_hooks() {
-  auto& h = ::dl::detail::cuda_index_hooks();
+  auto& h = ::dl::detail::cuda_backend();
   h.indexed_copy = &indexed_copy;
   h.nonzero_positions = &nonzero_positions;
   h.unravel = &unravel;

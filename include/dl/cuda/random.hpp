@@ -1,7 +1,7 @@
 // dl/cuda/random.hpp — random fills drawn on the GPU (nvcc only): the same Philox counters, words
 // and conversions as the CPU code (dl/random.hpp, dl/creation.hpp, dl/ops/dropout.hpp), so a seed
 // gives the same tensor on both; one thread per Philox block. <dl/cuda.hpp> installs it as
-// CudaRuntimeHooks::philox.
+// DeviceBackend::philox.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -111,7 +111,7 @@ inline void philox_fill_device(int kind, ScalarType dtype, int device, uint64_t 
 }
 
 inline bool install_random_hook() {
-  ::dl::detail::cuda_runtime_hooks().philox = &philox_fill_device;
+  ::dl::detail::cuda_backend().philox = &philox_fill_device;
   return true;
 }
 inline const bool random_hook_installed = install_random_hook();

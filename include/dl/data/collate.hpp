@@ -219,7 +219,7 @@ auto collate_impl(int64_t n, Get get) {
 /// Whether Tensor::pin_memory can work in this program: the CUDA runtime is in (<dl/cuda.hpp>)
 /// and a device is present.
 inline bool pinning_available() {
-  const auto& h = ::dl::detail::cuda_runtime_hooks();
+  const auto& h = ::dl::detail::cuda_backend();
   return h.pinned_alloc && h.device_count && h.device_count() > 0;
 }
 

@@ -186,7 +186,7 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
       // GEMM epilogue.
       constexpr bool relu = std::is_same_v<Act, expr::Relu>;
       if constexpr (std::is_same_v<T, float> && (relu || std::is_same_v<Act, dl::detail::Identity>)) {
-        const auto lt = dl::detail::cuda_runtime_hooks().linear;
+        const auto lt = dl::detail::cuda_backend().linear;
         if (lt && !(relu && needs_grad) && x2.stride(1) == 1 && weight.stride(1) == 1 && (!bias.defined() || bias.stride(0) == 1)) {
           Tensor<T> out = empty<T>({x2.size(0), outf}, x.device());
           if (lt(ScalarType::Float, x.device().index, x2.size(0), outf, in, x2.data_ptr(), x2.stride(0), weight.data_ptr(),

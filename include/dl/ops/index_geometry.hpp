@@ -22,6 +22,7 @@
 #include "../config.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
+#include "../backend/dispatch.hpp"
 #include "../storage.hpp"
 
 namespace dl::detail {
@@ -80,34 +81,9 @@ enum class IndexMode : int {
   Add,     // indexed(p) += dense(p) (atomic: duplicates accumulate, in no fixed order)
 };
 
-/// Runtime entry points for the indexing ops on CUDA tensors, installed by <dl/cuda.hpp> (null
-/// until then). All run on the current stream of `device`.
-struct CudaIndexHooks {
-  /// The indexed copy g in `mode` on elements of `dtype`. `value` (host memory, one element of
-  /// `dtype`, or null) is the scalar written when `dense` is null, and a factor on the dense
-  /// operand of an Add otherwise. Throws "index K is out of bounds for dimension D with size N"
-  /// (prefixed by what) when an index is out of range (this waits for the kernel).
-  void (*indexed_copy)(ScalarType dtype, int device, IndexMode mode, const IndexGeometry& g, void* indexed, void* dense,
-                       const void* value, const char* what) = nullptr;
-  /// The flat positions (ascending) of the nonzero elements of n contiguous elements at src, in
-  /// a new device buffer; *count gets how many (this waits for the device, as torch.nonzero).
-  std::shared_ptr<Storage> (*nonzero_positions)(ScalarType dtype, int device, const void* src, int64_t n,
-                                                int64_t* count) = nullptr;
-  /// out[c * nd + d] = the coordinate along d of flat position pos[c] in a row-major `size`.
-  void (*unravel)(int device, const int64_t* pos, int64_t count, int nd, const int64_t* size, int64_t* out) = nullptr;
-  /// Values and indices of the max (or min) along the middle dim of a contiguous [outer, R, inner]
-  /// tensor (NaN is the largest value; the first index wins ties), as dl::max(x, dim).
-  void (*arg_reduce)(ScalarType dtype, int device, bool is_max, const void* src, int64_t outer, int64_t R,
-                     int64_t inner, void* values, int64_t* indices) = nullptr;
-};
-inline CudaIndexHooks& cuda_index_hooks() {
-  static CudaIndexHooks hooks;
-  return hooks;
-}
-
 /// The hooks for a CUDA tensor, or the error that says how to get them.
-inline const CudaIndexHooks& index_hooks_for(Device d) {
-  const CudaIndexHooks& h = cuda_index_hooks();
+inline const DeviceBackend& index_hooks_for(Device d) {
+  const DeviceBackend& h = device_backend(d.type);
   if (!h.indexed_copy) [[unlikely]]
     throw Error(cat("cannot index a tensor on ", d,
                     ": the CUDA indexing kernels are not in this program (include <dl/cuda.hpp> in a translation unit "

@@ -189,7 +189,7 @@ inline bool cublas_layout(int64_t rows, int64_t cols, int64_t& rs, int64_t& cs) 
 /// batched_gemm on a CUDA device: one cuBLAS call per batch element (no epilogue).
 template <class T>
 void batched_gemm_cuda(Tensor<T> a, Tensor<T> b, const Tensor<T>& out, T alpha, T beta) {
-  auto& hooks = cuda_runtime_hooks();
+  auto& hooks = cuda_backend();
   if (!hooks.gemm) no_cuda_runtime(out.device());
   const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
   auto layout_ok = [&](const Tensor<T>& t, int64_t r, int64_t c) {

@@ -97,7 +97,7 @@ namespace detail {
 template <scalar_type T>
 Tensor<T> philox_on_device(RandomKind kind, const Shape& shape, Device device, Generator* gen, double a, double b = 0,
                            int64_t i = 0, uint64_t c = 0) {
-  const auto fill = cuda_runtime_hooks().philox;
+  const auto fill = cuda_backend().philox;
   if (!device.is_cuda() || !fill) return {};
   Tensor<T> out = empty<T>(shape, device);
   const int64_t n = out.numel();

@@ -336,7 +336,7 @@ T Tensor<T>::item() const {
   DL_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to Scalar (shape ", shape(), ")");
   if (device().is_cuda()) {
     T v;
-    auto& hooks = detail::cuda_runtime_hooks();
+    auto& hooks = detail::cuda_backend();
     if (!hooks.copy) detail::no_cuda_runtime(device());
     hooks.copy(&v, kCPU, data_ptr(), device(), sizeof(T), false);
     return v;

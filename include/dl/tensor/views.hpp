@@ -371,7 +371,7 @@ void record_to_device(const Tensor<T>& src, const Tensor<T>& out) {
 /// A contiguous copy of `src` on `device`; src must be contiguous (elements copied as bytes).
 template <class T>
 Tensor<T> copy_to_device(const Tensor<T>& src, Device device, bool non_blocking) {
-  auto& hooks = cuda_runtime_hooks();
+  auto& hooks = cuda_backend();
   if (!hooks.copy) no_cuda_runtime(src.device().is_cuda() ? src.device() : device);
   Tensor<T> out(make_impl(dtype_of<T>, src.shape(), device));
   if (src.numel() > 0)
@@ -394,7 +394,7 @@ template <scalar_type T>
 Tensor<T> Tensor<T>::pin_memory() const {
   DL_CHECK(device().is_cpu(), "cannot pin '", type_name(), "': only dense CPU tensors can be pinned");
   if (is_pinned()) return *this;
-  auto& hooks = detail::cuda_runtime_hooks();
+  auto& hooks = detail::cuda_backend();
   if (!hooks.pinned_alloc) detail::no_cuda_runtime(Device(kCUDA, 0));
   const Tensor<T> src = contiguous();
   const size_t nbytes = size_t(numel()) * sizeof(T);
@@ -410,7 +410,7 @@ Tensor<T> Tensor<T>::pin_memory() const {
 
 template <scalar_type T>
 bool Tensor<T>::is_pinned() const {
-  auto& hooks = detail::cuda_runtime_hooks();
+  auto& hooks = detail::cuda_backend();
   return device().is_cpu() && hooks.is_pinned && numel() > 0 && hooks.is_pinned(data());
 }
 
