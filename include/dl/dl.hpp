@@ -26,4 +26,3 @@
 #include "tensor.hpp"
 #include "utils/plot.hpp"
 #include "utils/progress.hpp"
-#include "compiled.hpp"

@@ -1,10 +1,15 @@
-// dl/optim/adam.hpp — Adam and AdamW (amsgrad, weight decay coupled or decoupled, maximize), as
-// PyTorch's torch.optim.Adam / AdamW. Each step is one fused pass per parameter.
+// dl/optim/adam.hpp — Adam (amsgrad, weight decay coupled or decoupled, maximize), as PyTorch's
+// torch.optim.Adam; its state, update rule and step, which AdamW (adamw.hpp) shares.
 //   optim::Adam adam(net.parameters(), {.lr = 1e-3, .betas = {0.9, 0.999}, .eps = 1e-8, .amsgrad = true});
 #pragma once
 
+#include <array>
 #include <cmath>
+#include <vector>
 
+#include "../config.hpp"
+#include "../profiler_hook.hpp"
+#include "../tensor.hpp"
 #include "foreach.hpp"
 #include "optimizer.hpp"
 
@@ -23,16 +28,7 @@ namespace dl::optim {
 DL_OPTIM_OPTIONS(Adam, DL_ADAM_FIELDS)
 #undef DL_ADAM_FIELDS
 
-#define DL_ADAMW_FIELDS(X)             \
-  X(double, lr, 1e-3)                  \
-  X(Pair, betas, Pair(0.9, 0.999))     \
-  X(double, eps, 1e-8)                 \
-  X(double, weight_decay, 1e-2)        \
-  X(bool, amsgrad, false)              \
-  X(bool, maximize, false)
-DL_OPTIM_OPTIONS(AdamW, DL_ADAMW_FIELDS)
-#undef DL_ADAMW_FIELDS
-
+/// The state of Adam and AdamW.
 template <scalar_type T>
 struct AdamState {
   double step = 0;
@@ -50,21 +46,9 @@ struct AdamState {
 /// Adam; decoupled_weight_decay = true makes it AdamW.
 DL_OPTIMIZER_CLASS(Adam, AdamState)
 
-/// Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * weight_decay.
-DL_OPTIMIZER_CLASS(AdamW, AdamState)
-
 // ------------------------------------------------------------------------------ implementation
 
 namespace detail {
-
-/// The checks the Adam family shares, with PyTorch's messages.
-inline void check_lr_eps_betas_wd(double lr, double eps, const Pair& betas, double wd) {
-  DL_CHECK(lr >= 0, "Invalid learning rate: ", dl::detail::py_number(lr));
-  DL_CHECK(eps >= 0, "Invalid epsilon value: ", dl::detail::py_number(eps));
-  DL_CHECK(betas.first >= 0 && betas.first < 1, "Invalid beta parameter at index 0: ", dl::detail::py_number(betas.first));
-  DL_CHECK(betas.second >= 0 && betas.second < 1, "Invalid beta parameter at index 1: ", dl::detail::py_number(betas.second));
-  DL_CHECK(wd >= 0, "Invalid weight_decay value: ", dl::detail::py_number(wd));
-}
 
 /// One Adam update: s = (exp_avg, exp_avg_sq[, max_exp_avg_sq]).
 template <class T, int K>
@@ -90,6 +74,8 @@ struct AdamRule {
   }
 };
 
+/// Adam's and AdamW's step: the weight decay is decoupled when decoupled_always (AdamW) or when the
+/// options ask for it (Adam's decoupled_weight_decay).
 template <class T, class Opt, class Groups, class StateOf>
 void adam_step(Groups& groups, StateOf&& state_of, bool decoupled_always) {
   NoGradGuard no_grad;
@@ -147,15 +133,7 @@ void Adam<T>::step() {
   detail::adam_step<T, AdamOptions>(this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); }, false);
 }
 
-template <scalar_type T>
-void AdamW<T>::validate(const AdamWOptions& o) {
-  detail::check_lr_eps_betas_wd(o.lr, o.eps, o.betas, o.weight_decay);
-}
-
-template <scalar_type T>
-void AdamW<T>::step() {
-  const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#AdamW.step");
-  detail::adam_step<T, AdamWOptions>(this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); }, true);
-}
-
 }  // namespace dl::optim
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_OPTIMIZER_INSTANCES, optimizer.hpp).
+DL_OPTIMIZER_INSTANCES(Adam, AdamState)

@@ -1,10 +1,17 @@
 // dl/optim/asgd.hpp — averaged stochastic gradient descent (PyTorch's torch.optim.ASGD): the state
 // "ax" holds the running average of the parameters once step exceeds t0.
+//   optim::ASGD opt(net.parameters(), {.lr = 1e-2, .t0 = 100});
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
-#include "adamax.hpp"
+#include "../config.hpp"
+#include "../profiler_hook.hpp"
+#include "../tensor.hpp"
+#include "foreach.hpp"
+#include "optimizer.hpp"
 
 namespace dl::optim {
 
@@ -62,7 +69,7 @@ template <scalar_type T>
 void ASGD<T>::step() {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#ASGD.step");
   using Rule = detail::ASGDRule<T>;
-  detail::adam_family_step<T, 1, Rule>(
+  detail::step_param_groups<T, 1, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
       [](const ASGDOptions& o, const Tensor<T>& p, ASGDState<T>& st, Tensor<T>& target, Tensor<T>& g) {
         if (!st.ax.defined()) {
@@ -81,3 +88,6 @@ void ASGD<T>::step() {
 }
 
 }  // namespace dl::optim
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_OPTIMIZER_INSTANCES, optimizer.hpp).
+DL_OPTIMIZER_INSTANCES(ASGD, ASGDState)

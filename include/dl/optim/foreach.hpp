@@ -3,16 +3,21 @@
 // elements of all of a group's tensors cut into chunks that one parallel region shares (PyTorch's
 // foreach/fused idea: the many small tensors of a network do not each start a thread team).
 // An update rule is a functor on values that may be scalars or SIMD batches (and, later, CUDA
-// threads): rule(p, g, s) with p and the state array s updated in place.
+// threads): rule(p, g, s) with p and the state array s updated in place. step_param_groups is the
+// loop most algorithms' step() is made of.
 #pragma once
 
+#include <algorithm>
 #include <array>
-#include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "../xsimd.hpp"
 
+#include "../config.hpp"
 #include "../expr/simd.hpp"
+#include "../parallel.hpp"
 #include "../tensor.hpp"
 
 namespace dl::optim {
@@ -63,6 +68,13 @@ class StepBatch {
   std::vector<std::pair<Tensor<T>, Tensor<T>>> copies_;  // (original, contiguous copy)
   std::vector<Tensor<T>> keep_;                          // gradients negated or made contiguous
 };
+
+/// One step of an algorithm with a single rule (Adamax, NAdam, RAdam, Adagrad, Adadelta, Rprop,
+/// ASGD), under no_grad: for each group, make(options, p, state_of(p), target, g) initialises the
+/// state of every parameter p that has a gradient and returns its StepItem<T, K, Rule>; then one
+/// fused_step per group. (target, g): the contiguous parameter and gradient of StepBatch::add.
+template <class T, int K, class Rule, class Groups, class StateOf, class Make>
+void step_param_groups(Groups& groups, StateOf&& state_of, Make&& make);
 
 }  // namespace detail
 
@@ -132,6 +144,22 @@ void StepBatch<T>::finish() {
   copies_.clear();
   keep_.clear();
   params_.clear();
+}
+
+template <class T, int K, class Rule, class Groups, class StateOf, class Make>
+void step_param_groups(Groups& groups, StateOf&& state_of, Make&& make) {
+  NoGradGuard no_grad;
+  for (auto& group : groups) {
+    StepBatch<T> batch;
+    std::vector<StepItem<T, K, Rule>> items;
+    for (auto& p : group.params) {
+      if (!p.grad().defined()) continue;
+      auto [target, g] = batch.add(p, group.options.maximize);
+      items.push_back(make(group.options, p, state_of(p), target, g));
+    }
+    fused_step(items);
+    batch.finish();
+  }
 }
 
 }  // namespace detail

@@ -7,9 +7,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <deque>
-#include <functional>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "../tensor.hpp"
 #include "optimizer.hpp"
 
 namespace dl::optim {
@@ -393,3 +400,7 @@ void LBFGS<T>::load_state_dict(const StateDict& sd) {
 }
 
 }  // namespace dl::optim
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_OPTIMIZER_INSTANCES, optimizer.hpp). LBFGS
+// declares its class by hand (its step takes a closure), with the names DL_OPTIMIZER_CLASS would give it.
+DL_OPTIMIZER_INSTANCES(LBFGS, LBFGSState)

@@ -7,15 +7,19 @@
 //   opt2.param_groups()[1].options.lr = 1e-3;   // in place; state (momentum buffers) is kept
 #pragma once
 
-#include <functional>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "../config.hpp"
 #include "../io/state_dict.hpp"
+#include "../profiler_hook.hpp"
+#include "../tensor.hpp"
 
 namespace dl::optim {
 
@@ -66,6 +70,14 @@ using Pair = std::pair<double, double>;
     DL_API void step() override;                                                                                   \
   };
 
+/// Compiled mode: an algorithm's float instantiations, which libdl_kernels holds (DL_EXTERN_TEMPLATE,
+/// dl/config.hpp): the algorithm and its OptimizerBase (an instantiation of a derived class does not
+/// instantiate its base's members). Invoked at the end of each algorithm's header, outside any namespace.
+#define DL_OPTIMIZER_INSTANCES(Name, StateT)                                                                         \
+  DL_EXTERN_TEMPLATE(optim, class dl::optim::OptimizerBase<dl::optim::Name<float>, float, dl::optim::Name##Options,   \
+                                                           dl::optim::Name##GroupOptions, dl::optim::StateT<float>>)  \
+  DL_EXTERN_TEMPLATE(optim, class dl::optim::Name<float>)
+
 namespace dl::optim {
 
 // ------------------------------------------------------------------------------ declarations
@@ -101,26 +113,30 @@ namespace detail {
 
 /// Options as tensors in a state dict: numbers and bools as 0-d float64, pairs as [2] float64,
 /// strings in the metadata.
-void put_option(StateDict& sd, const std::string& key, double v);
-void put_option(StateDict& sd, const std::string& key, bool v);
-void put_option(StateDict& sd, const std::string& key, int64_t v);
-void put_option(StateDict& sd, const std::string& key, const Pair& v);
-void put_option(StateDict& sd, const std::string& key, const std::string& v);
-void put_option(StateDict& sd, const std::string& key, const std::optional<int64_t>& v);
-void get_option(const StateDict& sd, const std::string& key, double& v);
-void get_option(const StateDict& sd, const std::string& key, bool& v);
-void get_option(const StateDict& sd, const std::string& key, int64_t& v);
-void get_option(const StateDict& sd, const std::string& key, Pair& v);
-void get_option(const StateDict& sd, const std::string& key, std::string& v);
-void get_option(const StateDict& sd, const std::string& key, std::optional<int64_t>& v);
+DL_API void put_option(StateDict& sd, const std::string& key, double v);
+DL_API void put_option(StateDict& sd, const std::string& key, bool v);
+DL_API void put_option(StateDict& sd, const std::string& key, int64_t v);
+DL_API void put_option(StateDict& sd, const std::string& key, const Pair& v);
+DL_API void put_option(StateDict& sd, const std::string& key, const std::string& v);
+DL_API void put_option(StateDict& sd, const std::string& key, const std::optional<int64_t>& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, double& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, bool& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, int64_t& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, Pair& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, std::string& v);
+DL_API void get_option(const StateDict& sd, const std::string& key, std::optional<int64_t>& v);
+
+/// The checks the Adam family (Adam, AdamW, Adamax, NAdam, RAdam) shares, with PyTorch's messages.
+inline void check_lr_eps_betas_wd(double lr, double eps, const Pair& betas, double wd);
 
 }  // namespace detail
 
-/// Parameter groups, options and state for an algorithm. Derived must provide:
-///   struct Options (the hyper-parameters, with `template <class F> void for_each(F&&)` naming them),
-///   struct GroupOptions (the same fields as std::optional, for per-group overrides),
-///   struct State (per-parameter state, with for_each over its tensors and numbers),
-///   static void validate(const Options&), void update(std::vector<Tensor<T>>&, group index).
+/// Parameter groups, options and state for an algorithm (CRTP: Derived is the algorithm). It needs:
+///   OptionsT: the hyper-parameters, with `lr`, `template <class F> void for_each(F&&)` naming them
+///     and `merge(const GroupOptionsT&)` (DL_OPTIM_OPTIONS declares all three),
+///   GroupOptionsT: the same fields as std::optional, for per-group overrides,
+///   StateT: per-parameter state, with for_each over its tensors and numbers,
+///   Derived: `static void validate(const OptionsT&)`, and Optimizer's `step()` and `name()`.
 template <class Derived, scalar_type T, class OptionsT, class GroupOptionsT, class StateT>
 class OptimizerBase : public Optimizer {
  public:
@@ -195,12 +211,6 @@ DL_API void Optimizer::set_initial_lr(size_t group, double lr) {
 
 namespace detail {
 
-DL_API void put_option(StateDict& sd, const std::string& key, double v);
-DL_API void put_option(StateDict& sd, const std::string& key, bool v);
-DL_API void put_option(StateDict& sd, const std::string& key, int64_t v);
-DL_API void put_option(StateDict& sd, const std::string& key, const Pair& v);
-DL_API void put_option(StateDict& sd, const std::string& key, const std::string& v);
-DL_API void put_option(StateDict& sd, const std::string& key, const std::optional<int64_t>& v);
 #if DL_HEADER_ONLY
 DL_API void put_option(StateDict& sd, const std::string& key, double v) { sd.insert(key, scalar_tensor<double>(v)); }
 DL_API void put_option(StateDict& sd, const std::string& key, bool v) { sd.insert(key, scalar_tensor<double>(v ? 1 : 0)); }
@@ -239,12 +249,6 @@ DL_API Tensor<double> option_tensor(const StateDict& sd, const std::string& key,
 }
 #endif  // DL_HEADER_ONLY
 
-DL_API void get_option(const StateDict& sd, const std::string& key, double& v);
-DL_API void get_option(const StateDict& sd, const std::string& key, bool& v);
-DL_API void get_option(const StateDict& sd, const std::string& key, int64_t& v);
-DL_API void get_option(const StateDict& sd, const std::string& key, Pair& v);
-DL_API void get_option(const StateDict& sd, const std::string& key, std::string& v);
-DL_API void get_option(const StateDict& sd, const std::string& key, std::optional<int64_t>& v);
 #if DL_HEADER_ONLY
 DL_API void get_option(const StateDict& sd, const std::string& key, double& v) { v = option_tensor(sd, key, 1).data()[0]; }
 DL_API void get_option(const StateDict& sd, const std::string& key, bool& v) { v = option_tensor(sd, key, 1).data()[0] != 0; }
@@ -263,6 +267,14 @@ DL_API void get_option(const StateDict& sd, const std::string& key, std::optiona
   else v = std::nullopt;
 }
 #endif  // DL_HEADER_ONLY
+
+inline void check_lr_eps_betas_wd(double lr, double eps, const Pair& betas, double wd) {
+  DL_CHECK(lr >= 0, "Invalid learning rate: ", dl::detail::py_number(lr));
+  DL_CHECK(eps >= 0, "Invalid epsilon value: ", dl::detail::py_number(eps));
+  DL_CHECK(betas.first >= 0 && betas.first < 1, "Invalid beta parameter at index 0: ", dl::detail::py_number(betas.first));
+  DL_CHECK(betas.second >= 0 && betas.second < 1, "Invalid beta parameter at index 1: ", dl::detail::py_number(betas.second));
+  DL_CHECK(wd >= 0, "Invalid weight_decay value: ", dl::detail::py_number(wd));
+}
 
 }  // namespace detail
 

@@ -3,6 +3,12 @@
 //   optim::SGD opt(net.parameters(), {.lr = 0.01, .momentum = 0.9, .weight_decay = 5e-4, .nesterov = true});
 #pragma once
 
+#include <array>
+#include <vector>
+
+#include "../config.hpp"
+#include "../profiler_hook.hpp"
+#include "../tensor.hpp"
 #include "foreach.hpp"
 #include "optimizer.hpp"
 
@@ -89,3 +95,6 @@ void SGD<T>::step() {
 }
 
 }  // namespace dl::optim
+
+// Compiled mode: the float instantiations libdl_kernels holds (DL_OPTIMIZER_INSTANCES, optimizer.hpp).
+DL_OPTIMIZER_INSTANCES(SGD, SGDState)
