@@ -334,3 +334,7 @@ void ExprBackward<N>::backward_graph(const Tensor<T>& g, std::vector<TensorImplP
 
 }  // namespace autograd
 }  // namespace dl
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+DL_EXTERN_TEMPLATE(reduce, void dl::autograd::register_grad_ops<float>())
+DL_EXTERN_TEMPLATE(reduce, void dl::autograd::register_grad_ops<double>())

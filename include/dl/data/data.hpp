@@ -16,3 +16,8 @@
 #include "sampler.hpp"
 #include "transforms.hpp"
 #include "vision.hpp"
+
+// Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
+// The loaders of the built-in image datasets with their usual transform (see data/vision.hpp).
+DL_EXTERN_TEMPLATE(data, class dl::data::DataLoader<dl::data::FashionMNIST<dl::data::transforms::Normalize>>)
+DL_EXTERN_TEMPLATE(data, class dl::data::DataLoader<dl::data::MNIST<dl::data::transforms::Normalize>>)

@@ -654,3 +654,5 @@ bool equal(const A& a, const B& b) {
 
 // Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
 DL_EXTERN_TEMPLATE(ops, dl::MaxResult<float> dl::detail::arg_reduce<true, float>(const dl::Tensor<float>&, int64_t, bool, const char*))
+DL_EXTERN_TEMPLATE(reduce, dl::Tensor<float> dl::detail::sum_to<float>(const dl::Tensor<float>&, const dl::Shape&))
+DL_EXTERN_TEMPLATE(reduce, dl::Tensor<double> dl::detail::sum_to<double>(const dl::Tensor<double>&, const dl::Shape&))

@@ -121,9 +121,19 @@ DL_EXTERN_TEMPLATE(reduce, dl::Tensor<double> dl::sum(const dl::Tensor<double>&)
 DL_EXTERN_TEMPLATE(reduce, dl::Tensor<double> dl::mean(const dl::Tensor<double>&))
 DL_EXTERN_REDUCTIONS(int64_t)
 DL_EXTERN_TEMPLATE(reduce, dl::Tensor<int64_t> dl::sum(const dl::Tensor<bool>&))
+// Counting matches, the accuracy of a classifier: dl::sum(logits.argmax(1) == labels).
+DL_EXTERN_TEMPLATE(reduce, dl::Tensor<int64_t> dl::sum(
+                               const dl::expr::Apply<dl::expr::Eq, dl::expr::Leaf<int64_t>, dl::expr::Leaf<int64_t>>&))
 DL_EXTERN_TEMPLATE(reduce, dl::Tensor<bool> dl::all(const dl::Tensor<bool>&))
 DL_EXTERN_TEMPLATE(reduce, dl::Tensor<bool> dl::any(const dl::Tensor<bool>&))
 
+// where(mask, x, y): relu's and clamp's derivatives, masked selections.
+DL_EXTERN_TEMPLATE(binary, dl::Tensor<float>::Tensor(const dl::expr::Apply<dl::expr::Where, dl::expr::Leaf<bool>, dl::expr::Leaf<float>,
+                                                                           dl::expr::Scalar<float>>&,
+                                                     dl::SourceLocation))
+DL_EXTERN_TEMPLATE(binary, dl::Tensor<float>::Tensor(const dl::expr::Apply<dl::expr::Where, dl::expr::Leaf<bool>, dl::expr::Leaf<float>,
+                                                                           dl::expr::Leaf<float>>&,
+                                                     dl::SourceLocation))
 #undef DL_EXTERN_BINARY
 #undef DL_EXTERN_COMPARE
 #undef DL_EXTERN_CAST

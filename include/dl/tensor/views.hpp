@@ -766,3 +766,4 @@ std::vector<Tensor<T>> Tensor<T>::unbind(int64_t dim) const {
 // Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
 DL_EXTERN_TEMPLATE(reduce, class dl::detail::AsStridedBackward<float>)
 DL_EXTERN_TEMPLATE(reduce, class dl::detail::CopySlices<float>)
+DL_EXTERN_TEMPLATE(reduce, struct dl::detail::BaseBuffer<float>)
