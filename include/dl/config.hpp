@@ -5,12 +5,12 @@
 #include <cstdint>
 
 // Compiled mode ({fmt}'s split, opt-in): a program built with DL_COMPILED_KERNELS (Meson's
-// dl_compiled_dep, pkg-config's dl-compiled) links libdl_kernels, which holds dl's heavy non-template
-// functions (autograd engine, save/load, module tree, data readers...) and the float/double
-// instantiations listed in dl/compiled.hpp. The headers then keep those bodies out of the user's
-// translation unit (#if DL_HEADER_ONLY around them; `extern template` for the instantiations), so
-// it compiles in a fraction of the time. Header-only (the default) is unchanged. The library itself
-// is built with DL_BUILDING_KERNELS, which sees every body.
+// dl_compiled_dep, pkg-config's dl-compiled) links libdl_kernels, which holds dl's non-template
+// functions (autograd engine, save/load, module tree, data readers...) and the instantiations that
+// DL_EXTERN_TEMPLATE declares beside their templates. The headers then keep those out of the user's
+// translation unit: a header with such functions declares them (DL_API) and includes its foo-inl.hpp
+// with the bodies only `#if DL_HEADER_ONLY`; the instantiations are `extern template`. Header-only
+// (the default) is unchanged. src/kernels.cpp is built with DL_BUILDING_KERNELS, which sees every body.
 #if defined(DL_COMPILED_KERNELS) && !defined(DL_BUILDING_KERNELS)
 #define DL_HEADER_ONLY 0
 #else

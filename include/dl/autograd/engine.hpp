@@ -67,65 +67,7 @@ void scan_nonfinite(const TensorImpl& t, bool* nan, bool* inf) {
   if (numel(t.shape) > 0) walk(walk, 0, base);
 }
 
-#if DL_HEADER_ONLY
-/// Anomaly mode's run of a node: errors it raises name the forward call that created it, and
-/// gradients it returns are checked for NaN and infinity.
-[[gnu::noinline]] DL_API std::vector<TensorImplPtr> apply_with_anomaly_checks(Node& node, std::vector<TensorImplPtr> in) {
-  const auto where = [&] {
-    return dl::detail::cat("Error detected in ", node.name(), ". The forward call that created it: ",
-                           describe_site(node.forward_site()), ".");
-  };
-  std::vector<TensorImplPtr> out;
-  try {
-    out = node.apply(std::move(in));
-  } catch (const Error& e) {
-    throw Error(dl::detail::cat(e.what(), "\n", where()));
-  }
-  if (!is_anomaly_check_nan_enabled()) return out;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i]) continue;
-    bool nan = false, inf = false;
-    TensorImplPtr g = out[i];
-    if (g->storage->device().is_cuda()) {  // scanned from a host copy
-      NoGradGuard no_grad;
-      g = grad_ops(g->dtype).to_cpu(g);
-    }
-    if (g->dtype == ScalarType::Float) scan_nonfinite<float>(*g, &nan, &inf);
-    else if (g->dtype == ScalarType::Double) scan_nonfinite<double>(*g, &nan, &inf);
-    DL_CHECK(!nan && !inf, "Function '", node.name(), "' returned ", nan ? "nan" : "inf", " values in its ", i,
-             "th output.\n", where());
-  }
-  return out;
-}
-
-DL_API void check_grad_shape(const Node& producer, size_t index, const TensorImplPtr& g, const Node& consumer, uint32_t input_nr) {
-  if (input_nr >= consumer.outputs().size()) return;
-  const Shape& expected = consumer.outputs()[input_nr].shape;
-  DL_CHECK(g->shape == expected, "Function ", producer.name(), " returned an invalid gradient at index ", index,
-           " - got ", g->shape, " but expected shape compatible with ", expected);
-}
-#endif  // DL_HEADER_ONLY
-
 }  // namespace detail
-
-#if DL_HEADER_ONLY
-DL_API std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPtr> grads) {
-  TensorImplPtr g = std::move(grads[0]);
-  if (!g) return {};
-  auto& m = detail::meta(variable_);
-  for (const auto& hook : m.hooks)
-    if (TensorImplPtr r = hook(g)) g = std::move(r);
-  std::lock_guard lock(m.mutex);
-  if (!m.grad) {
-    m.grad = detail::owned_grad(std::move(g));
-  } else if (is_grad_enabled()) {
-    m.grad = detail::add_grads(m.grad, g);
-  } else {
-    grad_ops(g->dtype).add_inplace(m.grad, g);
-  }
-  return {};
-}
-#endif  // DL_HEADER_ONLY
 
 }  // namespace autograd
 namespace detail {
@@ -163,106 +105,6 @@ void register_grad_ops() {
 /// those edges are returned instead of accumulated into leaves (autograd::grad).
 DL_API std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
                                                bool keep_graph, bool create_graph, const std::vector<Edge>* captures = nullptr);
-
-#if DL_HEADER_ONLY
-DL_API std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
-                                               bool keep_graph, bool create_graph, const std::vector<Edge>* captures) {
-  // Dependencies: how many edges lead into each node.
-  std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack;
-  std::unordered_set<Node*> seen;
-  for (const Edge& e : roots)
-    if (e.valid() && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
-  std::vector<Node*> order;  // discovery order, for the reachability pass
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    order.push_back(n);
-    for (const Edge& e : n->next_edges()) {
-      if (!e.valid()) continue;
-      ++deps[e.fn.get()];
-      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
-    }
-  }
-  // With captures, only nodes that lead to a captured edge run.
-  std::unordered_map<Node*, bool> needed;
-  std::unordered_map<Node*, std::vector<size_t>> capture_at;
-  if (captures) {
-    for (size_t i = 0; i < captures->size(); ++i)
-      if ((*captures)[i].valid()) capture_at[(*captures)[i].fn.get()].push_back(i);
-    std::function<bool(Node*)> reach = [&](Node* n) -> bool {
-      if (auto it = needed.find(n); it != needed.end()) return it->second;
-      needed[n] = false;
-      bool r = false;
-      for (const Edge& e : n->next_edges())
-        if (e.valid() && (capture_at.count(e.fn.get()) | reach(e.fn.get()))) r = true;
-      return needed[n] = r;
-    };
-    for (Node* n : order) reach(n);
-  }
-
-  std::unordered_map<Node*, std::vector<TensorImplPtr>> buffers;
-  auto deposit = [&](const Node* from, size_t index, const Edge& e, TensorImplPtr g) {
-    auto& buf = buffers[e.fn.get()];
-    if (buf.size() <= e.input_nr) buf.resize(e.input_nr + 1);
-    if (from) detail::check_grad_shape(*from, index, g, *e.fn, e.input_nr);
-    buf[e.input_nr] = buf[e.input_nr] ? detail::add_grads(buf[e.input_nr], g) : std::move(g);
-  };
-  auto cmp = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) { return a->sequence_nr() < b->sequence_nr(); };
-  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(cmp)> ready(cmp);
-  for (size_t i = 0; i < roots.size(); ++i) {
-    if (!roots[i].valid()) continue;
-    deposit(nullptr, i, roots[i], std::move(grads[i]));
-  }
-  {
-    std::unordered_set<Node*> queued;
-    for (const Edge& e : roots)
-      if (e.valid() && deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
-  }
-
-  std::vector<TensorImplPtr> captured(captures ? captures->size() : 0);
-  {
-    const bool prev = is_grad_enabled();
-    set_grad_enabled(create_graph);
-    struct Restore {
-      bool prev;
-      ~Restore() { set_grad_enabled(prev); }
-    } restore{prev};
-
-    while (!ready.empty()) {
-      std::shared_ptr<Node> node = ready.top();
-      ready.pop();
-      std::vector<TensorImplPtr> in = std::move(buffers[node.get()]);
-      buffers.erase(node.get());
-      in.resize(std::max(in.size(), node->outputs().size()));
-      for (const auto* hooks : {&node->pre_hooks(), &node->last_hooks()})
-        for (const auto& [nr, hook] : *hooks)
-          if (nr < in.size() && in[nr])
-            if (TensorImplPtr r = hook(in[nr])) in[nr] = std::move(r);
-      if (captures) {
-        if (auto it = capture_at.find(node.get()); it != capture_at.end())
-          for (size_t i : it->second) captured[i] = in[(*captures)[i].input_nr];
-        if (!needed[node.get()]) continue;
-      }
-      const bool any = std::any_of(in.begin(), in.end(), [](const auto& g) { return bool(g); });
-      std::vector<TensorImplPtr> out;
-      if (any) {
-        const profiler::detail::RecordScope scope(profiler::detail::EventKind::backward, [&] { return node->name(); }, in);
-        out = is_anomaly_enabled() ? detail::apply_with_anomaly_checks(*node, std::move(in)) : node->apply(std::move(in));
-        if (!keep_graph) node->release_variables();
-      }
-      const auto& edges = node->next_edges();
-      for (size_t i = 0; i < edges.size(); ++i) {
-        const Edge& e = edges[i];
-        if (!e.valid()) continue;
-        if (i < out.size() && out[i]) deposit(node.get(), i, e, std::move(out[i]));
-        if (--deps[e.fn.get()] == 0) ready.push(e.fn);
-      }
-    }
-  }
-  return captured;
-}
-#endif  // DL_HEADER_ONLY
 
 /// Gradients of `outputs` with respect to `inputs` (PyTorch's torch.autograd.grad), returned
 /// instead of accumulated into .grad(). grad_outputs defaults to ones for one-element outputs.
@@ -338,3 +180,7 @@ void ExprBackward<N>::backward_graph(const Tensor<T>& g, std::vector<TensorImplP
 // Compiled mode: the instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
 DL_EXTERN_TEMPLATE(reduce, void dl::autograd::register_grad_ops<float>())
 DL_EXTERN_TEMPLATE(reduce, void dl::autograd::register_grad_ops<double>())
+
+#if DL_HEADER_ONLY
+#include "engine-inl.hpp"
+#endif

@@ -45,7 +45,9 @@ inline constexpr int f16c_width = 8;
 inline constexpr int f16c_width = 0;
 #endif
 inline constexpr bool f16c_lanes = f16c_width != 0 && int(batch<float>::size) == f16c_width;
-constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+#if defined(__F16C__) || defined(__AVX512F__)
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // the F16C conversions' rounding
+#endif
 }  // namespace detail16
 
 /// Whether 16-bit element type T runs in SIMD float lanes on this target.

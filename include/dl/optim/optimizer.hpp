@@ -194,33 +194,7 @@ class OptimizerBase : public Optimizer {
 
 // ------------------------------------------------------------------------------ implementation
 
-#if DL_HEADER_ONLY
-DL_API void Optimizer::set_momentum(size_t, double) {
-  throw Error(dl::detail::cat(name(), " has no momentum (or beta1) to set"));
-}
-
-DL_API std::optional<double> Optimizer::initial_lr(size_t group) const {
-  return group < initial_lr_.size() ? initial_lr_[group] : std::nullopt;
-}
-
-DL_API void Optimizer::set_initial_lr(size_t group, double lr) {
-  if (initial_lr_.size() <= group) initial_lr_.resize(group + 1);
-  initial_lr_[group] = lr;
-}
-#endif  // DL_HEADER_ONLY
-
 namespace detail {
-
-#if DL_HEADER_ONLY
-DL_API void put_option(StateDict& sd, const std::string& key, double v) { sd.insert(key, scalar_tensor<double>(v)); }
-DL_API void put_option(StateDict& sd, const std::string& key, bool v) { sd.insert(key, scalar_tensor<double>(v ? 1 : 0)); }
-DL_API void put_option(StateDict& sd, const std::string& key, int64_t v) { sd.insert(key, scalar_tensor<int64_t>(v)); }
-DL_API void put_option(StateDict& sd, const std::string& key, const Pair& v) { sd.insert(key, tensor<double>({v.first, v.second})); }
-DL_API void put_option(StateDict& sd, const std::string& key, const std::string& v) { sd.metadata[key] = v; }
-DL_API void put_option(StateDict& sd, const std::string& key, const std::optional<int64_t>& v) {
-  if (v) sd.insert(key, scalar_tensor<int64_t>(*v));
-}
-#endif  // DL_HEADER_ONLY
 
 /// t as a contiguous Tensor<T>, converting between the floating types and from int64 (the types
 /// state dicts hold) with plain loops: typed conversion kernels would compile into every program.
@@ -241,32 +215,6 @@ Tensor<T> as_floating(const AnyTensor& t, const std::string& key) {
 }
 
 DL_API Tensor<double> option_tensor(const StateDict& sd, const std::string& key, int64_t numel);
-#if DL_HEADER_ONLY
-DL_API Tensor<double> option_tensor(const StateDict& sd, const std::string& key, int64_t numel) {
-  const AnyTensor& t = sd.at(key);
-  DL_CHECK(t.numel() == numel, "optimizer state dict: ", key, " has ", t.numel(), " values, expected ", numel);
-  return as_floating<double>(t, key);
-}
-#endif  // DL_HEADER_ONLY
-
-#if DL_HEADER_ONLY
-DL_API void get_option(const StateDict& sd, const std::string& key, double& v) { v = option_tensor(sd, key, 1).data()[0]; }
-DL_API void get_option(const StateDict& sd, const std::string& key, bool& v) { v = option_tensor(sd, key, 1).data()[0] != 0; }
-DL_API void get_option(const StateDict& sd, const std::string& key, int64_t& v) { v = int64_t(option_tensor(sd, key, 1).data()[0]); }
-DL_API void get_option(const StateDict& sd, const std::string& key, Pair& v) {
-  const Tensor<double> t = option_tensor(sd, key, 2);
-  v = {t.data()[0], t.data()[1]};
-}
-DL_API void get_option(const StateDict& sd, const std::string& key, std::string& v) {
-  auto it = sd.metadata.find(key);
-  DL_CHECK(it != sd.metadata.end(), "optimizer state dict: missing option ", key);
-  v = it->second;
-}
-DL_API void get_option(const StateDict& sd, const std::string& key, std::optional<int64_t>& v) {
-  if (sd.contains(key)) v = int64_t(option_tensor(sd, key, 1).data()[0]);
-  else v = std::nullopt;
-}
-#endif  // DL_HEADER_ONLY
 
 inline void check_lr_eps_betas_wd(double lr, double eps, const Pair& betas, double wd) {
   DL_CHECK(lr >= 0, "Invalid learning rate: ", dl::detail::py_number(lr));
@@ -451,3 +399,7 @@ void OptimizerBase<Derived, T, O, G, S>::load_state_dict(const StateDict& sd) {
 }
 
 }  // namespace dl::optim
+
+#if DL_HEADER_ONLY
+#include "optimizer-inl.hpp"
+#endif

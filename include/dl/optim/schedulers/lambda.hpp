@@ -72,51 +72,11 @@ class MultiplicativeLR : public LRScheduler {
 
 namespace detail {
 DL_API std::vector<LRLambda> lr_lambdas(const LRLambdas& l, size_t n, const char* who);
-#if DL_HEADER_ONLY
-DL_API std::vector<LRLambda> lr_lambdas(const LRLambdas& l, size_t n, const char* who) {
-  std::vector<LRLambda> fns;
-  if (!l.per_group) {
-    DL_CHECK(l.fns.size() == 1, who, ": lr_lambda is required (a function, or one per parameter group)");
-    fns.assign(n, l.fns[0]);
-  } else {
-    DL_CHECK(l.fns.size() == n, "Expected ", n, " lr_lambdas, but got ", l.fns.size());
-    fns = l.fns;
-  }
-  for (size_t i = 0; i < fns.size(); ++i)
-    DL_CHECK(bool(fns[i]), "lr_lambda should be a function, but got an empty std::function (", who, ", group ", i, ")");
-  return fns;
-}
-#endif  // DL_HEADER_ONLY
 }  // namespace detail
 
 
-#if DL_HEADER_ONLY
-DL_API LambdaLR::LambdaLR(Optimizer& optimizer, const LambdaLROptions& o)
-    : LRScheduler(optimizer), lambdas_(detail::lr_lambdas(o.lr_lambda, optimizer.num_param_groups(), "LambdaLR")) {
-  init(o.last_epoch);
-}
-
-DL_API std::vector<double> LambdaLR::get_lr() {
-  DL_CHECK(lambdas_.size() == base_lrs_.size(), "LambdaLR: ", lambdas_.size(), " lr_lambdas for ", base_lrs_.size(), " base_lrs");
-  std::vector<double> lrs(base_lrs_.size());
-  for (size_t g = 0; g < lrs.size(); ++g) lrs[g] = base_lrs_[g] * lambdas_[g](last_epoch_);
-  return lrs;
-}
-
-DL_API MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, const MultiplicativeLROptions& o)
-    : LRScheduler(optimizer),
-      lambdas_(detail::lr_lambdas(o.lr_lambda, optimizer.num_param_groups(), "MultiplicativeLR")) {
-  init(o.last_epoch);
-}
-
-DL_API std::vector<double> MultiplicativeLR::get_lr() {
-  std::vector<double> lrs = group_lrs();
-  if (is_initial_) return lrs;
-  DL_CHECK(lambdas_.size() == lrs.size(), "MultiplicativeLR: ", lambdas_.size(), " lr_lambdas for ", lrs.size(),
-           " parameter groups");
-  for (size_t g = 0; g < lrs.size(); ++g) lrs[g] *= lambdas_[g](last_epoch_);
-  return lrs;
-}
-#endif  // DL_HEADER_ONLY
-
 }  // namespace dl::optim
+
+#if DL_HEADER_ONLY
+#include "lambda-inl.hpp"
+#endif
