@@ -7,6 +7,7 @@ status=0
 cd "$1/dl" || exit 1
 for f in $(grep -rlE "DL_HEADER_ONLY|DL_API" --include='*.hpp' .); do
   [ "$f" = ./config.hpp ] && continue
+  case $f in *-inl.hpp) continue ;; esac  # included by its header, after config.hpp
   grep -qE '#include "(\.\./)*config\.hpp"' "$f" || { echo "$f uses DL_HEADER_ONLY/DL_API without including config.hpp"; status=1; }
 done
 [ $status = 0 ] && echo "every header using DL_HEADER_ONLY/DL_API includes config.hpp"
