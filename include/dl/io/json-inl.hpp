@@ -3,12 +3,15 @@
 // DL_HEADER_ONLY in dl/config.hpp).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "json.hpp"
 
 namespace dl::io::detail {
 
 // ------------------------------------------------------------------------------ implementation
 
+/// "an array", "an object", "a number", "null": what a JSON value is, for messages.
 DL_API std::string a_json(const nlohmann::ordered_json& j) {
   const std::string t = j.type_name();
   if (j.is_null()) return t;

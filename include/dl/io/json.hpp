@@ -1,12 +1,11 @@
-// dl/io/json.hpp — the JSON helpers of dl/io (nlohmann-json): a map of strings from a JSON object,
-// and JSON type names with their article for error messages.
+// dl/io/json.hpp — the JSON helpers of dl/io: a map of strings from a JSON object. nlohmann-json is
+// only seen by the bodies (json-inl.hpp, with a_json): in compiled mode a user's translation unit
+// never parses it.
 #pragma once
 
 #include <map>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "../config.hpp"
 #include "../error.hpp"
@@ -14,9 +13,6 @@
 namespace dl::io::detail {
 
 // ------------------------------------------------------------------------------ declarations
-
-/// "an array", "an object", "a number", "null": what a JSON value is, for messages.
-std::string a_json(const nlohmann::ordered_json& j);
 
 /// A JSON object of strings as a map; `what` starts every error message.
 std::map<std::string, std::string> parse_string_map(std::string_view text, const std::string& what);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "pth.hpp"
+#include "json-inl.hpp"
 
 namespace dl::io {
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "safetensors.hpp"
+#include "json-inl.hpp"
 
 namespace dl::io {
 
