@@ -18,6 +18,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <dl/io/serialize.hpp>
 #include <dl/nn/functional.hpp>
 
