@@ -1,5 +1,5 @@
-// Tests of dl/nn/functional/conv_extra.hpp: conv3d, conv_transpose1d, max/avg/adaptive pooling in
-// 1-d and bilinear against PyTorch (tests/data/functional_conv_ref.bin, written by
+// Tests of dl/nn/functional/{conv,pooling,linear}.hpp: conv3d, conv_transpose1d, max/avg/adaptive
+// pooling in 1-d and bilinear against PyTorch (tests/data/functional_conv_ref.bin, written by
 // tests/gen_loss_reference.py) in float and double, finite differences (first and second order)
 // in double, unbatched inputs and the error messages.
 #include <doctest/doctest.h>
@@ -11,7 +11,9 @@
 #include <vector>
 
 #include <dl/autograd/gradcheck.hpp>
-#include <dl/nn/functional/conv_extra.hpp>
+#include <dl/nn/functional/conv.hpp>
+#include <dl/nn/functional/linear.hpp>
+#include <dl/nn/functional/pooling.hpp>
 
 #include "refbin.hpp"
 

@@ -13,22 +13,10 @@ namespace dl::expr {
 
 // ------------------------------------------------------------------------------ declarations
 
-// Type rules of functors that carry parameters. They are spelled out in each functor (not
-// inherited) so that the functors stay aggregates: LeakyRelu<float>{0.01f}.
-#define DL_ACT_SAME_TYPE_RULES                 \
-  template <class A>                           \
-  using result = A;                            \
-  template <size_t I, class A>                 \
-  using input = A;                             \
-  template <size_t I>                          \
-  static constexpr bool differentiable = true;
-#define DL_ACT_FLOAT_RULES                     \
-  template <class A>                           \
-  using result = to_floating_t<A>;             \
-  template <size_t I, class A>                 \
-  using input = to_floating_t<A>;              \
-  template <size_t I>                          \
-  static constexpr bool differentiable = true;
+// The functors without parameters take their type rules from a base (FloatUnary, FloatBinary:
+// dl/expr/ops.hpp). Those with parameters have no base class, so that they stay aggregates
+// initialised with their parameters alone, LeakyRelu<float>{0.01f} (with a base, the first
+// initialiser would be the base's, as for Clamp): they name SameTypeUnary's or FloatUnary's rules.
 
 /// leaky_relu: x > 0 ? x : slope * x; the gradient at 0 is slope (PyTorch's convention).
 template <class T>
@@ -54,7 +42,9 @@ struct Hardtanh;
 struct Hardsigmoid;
 /// hardswish: x * clamp(x + 3, 0, 6) / 6.
 struct Hardswish;
-/// logsigmoid: log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)).
+/// logsigmoid: log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)); d/dx = sigmoid(-x) (1/2 at 0).
+/// Both are computed from exp(-|x|) in (0, 1], so neither overflows for any x. The stable
+/// binary_cross_entropy_with_logits (dl/nn/functional/loss.hpp) is written with it.
 struct LogSigmoid;
 /// softsign: x / (1 + |x|).
 struct Softsign;
@@ -71,7 +61,12 @@ struct Prelu;
 template <class T>
 struct LeakyRelu {
   T slope;
-  DL_ACT_SAME_TYPE_RULES
+  template <class A>
+  using result = SameTypeUnary::result<A>;
+  template <size_t I, class A>
+  using input = SameTypeUnary::input<I, A>;
+  template <size_t I>
+  static constexpr bool differentiable = SameTypeUnary::differentiable<I>;
   static constexpr std::string_view name = "LeakyRelu";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -89,7 +84,12 @@ struct LeakyRelu {
 template <class T>
 struct Elu {
   T alpha, scale, input_scale;
-  DL_ACT_FLOAT_RULES
+  template <class A>
+  using result = FloatUnary::result<A>;
+  template <size_t I, class A>
+  using input = FloatUnary::input<I, A>;
+  template <size_t I>
+  static constexpr bool differentiable = FloatUnary::differentiable<I>;
   static constexpr std::string_view name = "Elu";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -110,7 +110,12 @@ struct Elu {
 template <class T>
 struct Gelu {
   bool tanh_approx;
-  DL_ACT_FLOAT_RULES
+  template <class A>
+  using result = FloatUnary::result<A>;
+  template <size_t I, class A>
+  using input = FloatUnary::input<I, A>;
+  template <size_t I>
+  static constexpr bool differentiable = FloatUnary::differentiable<I>;
   static constexpr std::string_view name = "Gelu";
   static constexpr double kSqrt1_2 = 0.70710678118654752440;   // 1 / sqrt(2)
   static constexpr double kPdf = 0.39894228040143267794;       // 1 / sqrt(2 pi)
@@ -198,7 +203,12 @@ struct Mish : FloatUnary {
 template <class T>
 struct Softplus {
   T beta, threshold;
-  DL_ACT_FLOAT_RULES
+  template <class A>
+  using result = FloatUnary::result<A>;
+  template <size_t I, class A>
+  using input = FloatUnary::input<I, A>;
+  template <size_t I>
+  static constexpr bool differentiable = FloatUnary::differentiable<I>;
   static constexpr std::string_view name = "Softplus";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -220,7 +230,12 @@ struct Softplus {
 template <class T>
 struct Hardtanh {
   T lo, hi;
-  DL_ACT_SAME_TYPE_RULES
+  template <class A>
+  using result = SameTypeUnary::result<A>;
+  template <size_t I, class A>
+  using input = SameTypeUnary::input<I, A>;
+  template <size_t I>
+  static constexpr bool differentiable = SameTypeUnary::differentiable<I>;
   static constexpr std::string_view name = "Hardtanh";
   template <class X>
   DL_HD X operator()(const X& x) const {  // clamp: NaN stays NaN; lo > hi gives hi everywhere
@@ -284,6 +299,8 @@ struct LogSigmoid : FloatUnary {
   DL_HD auto d(const X& x, const O&, const G& g) const {
     using S = scalar_of_t<X>;
     using std::abs, std::exp;
+    // sigmoid(-x) = q for x >= 0 and 1 - q for x < 0, with q = z / (1 + z), z = exp(-|x|) (PyTorch's
+    // log_sigmoid_backward): a composition through abs would give 0 at x = 0.
     const auto z = exp(-abs(x));
     const auto q = z / (z + S(1));
     return select(x < S(0), g * (S(1) - q), g * q);
@@ -327,7 +344,12 @@ struct Tanhshrink : FloatUnary {
 template <class T>
 struct Threshold {
   T threshold, value;
-  DL_ACT_SAME_TYPE_RULES
+  template <class A>
+  using result = SameTypeUnary::result<A>;
+  template <size_t I, class A>
+  using input = SameTypeUnary::input<I, A>;
+  template <size_t I>
+  static constexpr bool differentiable = SameTypeUnary::differentiable<I>;
   static constexpr std::string_view name = "Threshold";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -357,8 +379,5 @@ struct Prelu : FloatBinary {
     else return select(x > S(0), zero_like(g), g * x);
   }
 };
-
-#undef DL_ACT_SAME_TYPE_RULES
-#undef DL_ACT_FLOAT_RULES
 
 }  // namespace dl::expr

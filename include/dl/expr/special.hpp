@@ -133,18 +133,16 @@ DL_HD inline double erfinv(double y) {
 
 namespace expr {
 
-#define DL_SPECIAL_FLOAT_RULES             \
-  template <class A>                       \
-  using result = to_floating_t<A>;         \
-  template <size_t I, class A>             \
-  using input = to_floating_t<A>;          \
-  template <size_t I>                      \
-  static constexpr bool differentiable = true;
-
-/// polygamma(n, x); digamma is n == 0. Scalars only (no SIMD form).
+/// polygamma(n, x); digamma is n == 0. Scalars only (no SIMD form). No base class: it stays an
+/// aggregate, Polygamma{n}, as Clamp in dl/expr/ops.hpp, and names FloatUnary's type rules.
 struct Polygamma {
   int64_t n;
-  DL_SPECIAL_FLOAT_RULES
+  template <class A>
+  using result = FloatUnary::result<A>;
+  template <size_t I, class A>
+  using input = FloatUnary::input<I, A>;
+  template <size_t I>
+  static constexpr bool differentiable = FloatUnary::differentiable<I>;
   static constexpr std::string_view name = "Polygamma";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -157,8 +155,7 @@ struct Polygamma {
   }
 };
 
-struct Lgamma {
-  DL_SPECIAL_FLOAT_RULES
+struct Lgamma : FloatUnary {
   static constexpr std::string_view name = "Lgamma";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -172,8 +169,7 @@ struct Lgamma {
   }
 };
 
-struct Erfinv {
-  DL_SPECIAL_FLOAT_RULES
+struct Erfinv : FloatUnary {
   static constexpr std::string_view name = "Erfinv";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -189,13 +185,7 @@ struct Erfinv {
 };
 
 /// x * log(y) with 0 for x == 0 (PyTorch's xlogy); d/dx = log(y) (0 where x == 0), d/dy = x / y.
-struct Xlogy {
-  template <class A, class B>
-  using result = to_floating_t<promote_t<A, B>>;
-  template <size_t I, class A, class B>
-  using input = to_floating_t<promote_t<A, B>>;
-  template <size_t I>
-  static constexpr bool differentiable = true;
+struct Xlogy : FloatBinary {
   static constexpr std::string_view name = "Xlogy";
   template <class X>
   DL_HD X operator()(const X& x, const X& y) const {
@@ -212,8 +202,6 @@ struct Xlogy {
     else return g * x / y;
   }
 };
-
-#undef DL_SPECIAL_FLOAT_RULES
 
 // Scalar-only kernels: the CPU evaluator runs them element by element.
 template <class T>

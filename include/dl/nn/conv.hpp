@@ -7,8 +7,7 @@
 
 #include "../config.hpp"
 #include "container.hpp"
-#include "functional.hpp"
-#include "functional/conv_extra.hpp"
+#include "functional/conv.hpp"
 #include "functional/padding.hpp"
 #include "init.hpp"
 

@@ -6,8 +6,7 @@
 
 #include "../config.hpp"
 #include "container.hpp"
-#include "functional.hpp"
-#include "functional/conv_extra.hpp"
+#include "functional/linear.hpp"
 #include "init.hpp"
 
 namespace dl::nn {

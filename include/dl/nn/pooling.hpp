@@ -8,8 +8,7 @@
 
 #include "../config.hpp"
 #include "container.hpp"
-#include "functional.hpp"
-#include "functional/conv_extra.hpp"
+#include "functional/pooling.hpp"
 
 namespace dl::nn {
 

@@ -61,6 +61,14 @@ Tensor<float> widened(const E& e) {
   return materialize(e).template to<float>();
 }
 
+/// A product of dl::Half / dl::BFloat16 operands: `product` (one of the float products, e.g.
+/// [](const auto&... x) { return mm(x...); }) on the operands widened, its result rounded to T
+/// once. Differentiable, as widened.
+template <class T, class Product, class... Es>
+Tensor<T> in_float(const Product& product, const Es&... operands) {
+  return product(widened(operands)...).template to<T>();
+}
+
 template <class A, class B>
 constexpr void check_product_types(const char* /*what*/) {
   using TA = expr::value_type_t<A>;
@@ -384,7 +392,7 @@ template <expression A, expression B>
 Tensor<expr::value_type_t<A>> dot(const A& a, const B& b) {
   detail::check_product_types<A, B>("dot");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return dot(detail::widened(a), detail::widened(b)).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return dot(x...); }, a, b);
   else {
     return detail::dot_impl(detail::materialize(a), detail::materialize(b));
   }
@@ -394,7 +402,7 @@ template <expression A, expression B>
 Tensor<expr::value_type_t<A>> mv(const A& mat, const B& vec) {
   detail::check_product_types<A, B>("mv");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return mv(detail::widened(mat), detail::widened(vec)).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return mv(x...); }, mat, vec);
   else {
     return detail::mv_impl(detail::materialize(mat), detail::materialize(vec));
   }
@@ -404,7 +412,7 @@ template <expression A, expression B>
 Tensor<expr::value_type_t<A>> mm(const A& a, const B& b) {
   detail::check_product_types<A, B>("mm");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return mm(detail::widened(a), detail::widened(b)).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return mm(x...); }, a, b);
   else {
     const auto ta = detail::materialize(a);
     const auto tb = detail::materialize(b);
@@ -417,7 +425,7 @@ template <expression A, expression B>
 Tensor<expr::value_type_t<A>> bmm(const A& batch1, const B& batch2) {
   detail::check_product_types<A, B>("bmm");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return bmm(detail::widened(batch1), detail::widened(batch2)).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return bmm(x...); }, batch1, batch2);
   else {
     const auto ta = detail::materialize(batch1);
     const auto tb = detail::materialize(batch2);
@@ -431,7 +439,7 @@ Tensor<expr::value_type_t<A>> matmul(const A& a_, const B& b_) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::matmul", a_, b_);
   detail::check_product_types<A, B>("matmul");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return matmul(detail::widened(a_), detail::widened(b_)).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return matmul(x...); }, a_, b_);
   else {
     const auto a = detail::materialize(a_);
     const auto b = detail::materialize(b_);
@@ -469,7 +477,7 @@ Tensor<expr::value_type_t<A>> addmm(const S& self_, const A& mat1, const B& mat2
   detail::check_product_types<A, B>("addmm");
   static_assert(std::is_same_v<expr::value_type_t<S>, expr::value_type_t<A>>, "addmm: self must have the element type of mat1");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return addmm(detail::widened(self_), detail::widened(mat1), detail::widened(mat2), beta_, alpha_).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([&](const auto&... x) { return addmm(x..., beta_, alpha_); }, self_, mat1, mat2);
   else {
     using T = expr::value_type_t<A>;
     const auto self = detail::materialize(self_);
@@ -512,7 +520,7 @@ template <expression S, expression A, expression B>
 Tensor<expr::value_type_t<A>> addmv(const S& self_, const A& mat, const B& vec, double beta_, double alpha_) {
   detail::check_product_types<A, B>("addmv");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return addmv(detail::widened(self_), detail::widened(mat), detail::widened(vec), beta_, alpha_).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([&](const auto&... x) { return addmv(x..., beta_, alpha_); }, self_, mat, vec);
   else {
     using T = expr::value_type_t<A>;
     const auto self = detail::materialize(self_);
@@ -554,7 +562,7 @@ template <expression S, expression A, expression B>
 Tensor<expr::value_type_t<A>> baddbmm(const S& self_, const A& batch1, const B& batch2, double beta_, double alpha_) {
   detail::check_product_types<A, B>("baddbmm");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return baddbmm(detail::widened(self_), detail::widened(batch1), detail::widened(batch2), beta_, alpha_).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([&](const auto&... x) { return baddbmm(x..., beta_, alpha_); }, self_, batch1, batch2);
   else {
     using T = expr::value_type_t<A>;
     const auto self = detail::materialize(self_);
@@ -584,7 +592,7 @@ template <expression S, expression A, expression B>
 Tensor<expr::value_type_t<A>> addbmm(const S& self_, const A& batch1, const B& batch2, double beta_, double alpha_) {
   detail::check_product_types<A, B>("addbmm");
   if constexpr (half_float<expr::value_type_t<A>>)
-    return addbmm(detail::widened(self_), detail::widened(batch1), detail::widened(batch2), beta_, alpha_).template to<expr::value_type_t<A>>();
+    return detail::in_float<expr::value_type_t<A>>([&](const auto&... x) { return addbmm(x..., beta_, alpha_); }, self_, batch1, batch2);
   else {
     using T = expr::value_type_t<A>;
     const auto self = detail::materialize(self_);

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "../../config.hpp"
+#include "../../expr/activations.hpp"
 #include "../../ops/cross_entropy.hpp"
 #include "softmax.hpp"
 
@@ -186,22 +187,6 @@ constexpr void check_loss_types() {
                 "losses need input and target of the same element type; convert one with .to<T>() or dl::cast<T>()");
   static_assert(floating_scalar<expr::value_type_t<A>>, "losses need floating inputs; convert them with .to<float>() first");
 }
-
-/// log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for any x; its derivative is
-/// sigmoid(-x) (1/2 at 0, where a composition of abs and relu would give 0).
-struct LogSigmoidOp : expr::FloatUnary {
-  static constexpr std::string_view name = "LogSigmoid";
-  template <class X>
-  DL_HD X operator()(const X& x) const {
-    using std::abs, std::exp, std::log1p;
-    using S = expr::scalar_of_t<X>;
-    return expr::select(x < S(0), x, X(S(0))) - log1p(exp(-abs(x)));
-  }
-  template <size_t I, class X, class O, class G>
-  DL_HD auto d(const X& x, const O&, const G& g) const {
-    return g * expr::call(expr::Sigmoid{}, -x);
-  }
-};
 
 /// PyTorch's binary cross entropy of a probability x and a target t, logs clamped at -100, with
 /// its derivative (x - t) / max(x (1 - x), 1e-12f) (finite where x is exactly 0 or 1) and the
@@ -380,10 +365,11 @@ Tensor<T> binary_cross_entropy_with_logits(const A& input, const B& target, cons
   DL_CHECK(ts == xs, "Target size (", ts, ") must be the same as input size (", xs, ")");
   const Tensor<T> w = detail::broadcast_weight(options.weight, xs, "binary_cross_entropy_with_logits", "weight");
   const Tensor<T> pw = detail::broadcast_weight(options.pos_weight, xs, "binary_cross_entropy_with_logits", "pos_weight");
-  // (1 - t) z - (1 + (p - 1) t) log sigmoid(z): no exp of a large positive number anywhere.
+  // (1 - t) z - (1 + (p - 1) t) log sigmoid(z): no exp of a large positive number anywhere (the
+  // logsigmoid functor of F::logsigmoid, whose derivative sigmoid(-z) is stable too).
   const auto z = expr::as_node(input);
   const auto t = expr::as_node(target);
-  const auto loss = ((T(1) - t) * z - ((pw - T(1)) * t + T(1)) * expr::apply(detail::LogSigmoidOp{}, z)) * w;
+  const auto loss = ((T(1) - t) * z - ((pw - T(1)) * t + T(1)) * expr::apply(expr::LogSigmoid{}, z)) * w;
   return detail::reduce_loss<T>(loss, options.reduction);
 }
 
