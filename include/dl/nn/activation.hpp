@@ -185,19 +185,8 @@ class LogSoftmax : public Module {
 // ------------------------------------------------------------------------------ implementation
 
 
-#if DL_HEADER_ONLY
-DL_API std::string Softplus::extra_repr() const {
-  return "beta=" + dl::detail::py_number(beta) + ", threshold=" + dl::detail::py_number(threshold);
-}
-
-DL_API std::string Threshold::extra_repr() const {
-  return "threshold=" + dl::detail::py_number(threshold) + ", value=" + dl::detail::py_number(value);
-}
-
-DL_API PReLU::PReLU(int64_t num_parameters, double init) : num_parameters(num_parameters) {
-  DL_CHECK(num_parameters > 0, "PReLU: num_parameters must be positive, got ", num_parameters);
-  weight = full<float>({num_parameters}, init).requires_grad_();
-}
-#endif  // DL_HEADER_ONLY
-
 }  // namespace dl::nn
+
+#if DL_HEADER_ONLY
+#include "activation-inl.hpp"
+#endif

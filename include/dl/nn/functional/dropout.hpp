@@ -40,11 +40,6 @@ Tensor<T> alpha_dropout(const E& input, double p = 0.5, bool training = false, G
 namespace detail {
 
 DL_API void check_dropout_p(double p);
-#if DL_HEADER_ONLY
-DL_API void check_dropout_p(double p) {
-  DL_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-}
-#endif  // DL_HEADER_ONLY
 
 /// x * mask, mask of shape mask_shape (broadcast), values 0 or 1 / (1 - p): one fused pass.
 template <class E, class T>
@@ -57,14 +52,6 @@ Tensor<T> apply_keep_mask(const E& input, const Shape& mask_shape, double p, Gen
 
 /// [N, C, 1, ..., 1] for input [N, C, ...]: one draw per (sample, channel).
 DL_API Shape feature_mask_shape(const Shape& s);
-#if DL_HEADER_ONLY
-DL_API Shape feature_mask_shape(const Shape& s) {
-  Shape m = Dims::filled(s.size(), 1);
-  m[0] = s[0];
-  m[1] = s[1];
-  return m;
-}
-#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 
@@ -119,3 +106,7 @@ DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::dropout(const dl::T
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::dropout2d(const dl::Tensor<float>&, double, bool, dl::Generator*))
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::dropout1d(const dl::Tensor<float>&, double, bool, dl::Generator*))
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::alpha_dropout(const dl::Tensor<float>&, double, bool, dl::Generator*))
+
+#if DL_HEADER_ONLY
+#include "dropout-inl.hpp"
+#endif

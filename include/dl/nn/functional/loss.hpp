@@ -130,27 +130,10 @@ Tensor<expr::value_type_t<A>> kl_div(const A& input, const B& target, KLDivLossO
 namespace detail {
 
 DL_API void check_reduction(Reduction r, const char* what);
-#if DL_HEADER_ONLY
-DL_API void check_reduction(Reduction r, const char* what) {
-  DL_CHECK(r != Reduction::batchmean, what, ": batchmean is not a valid value for reduction (only kl_div accepts it)");
-}
-#endif  // DL_HEADER_ONLY
 
 DL_API dl::detail::ClassReduction class_reduction(Reduction r);
-#if DL_HEADER_ONLY
-DL_API dl::detail::ClassReduction class_reduction(Reduction r) {
-  return r == Reduction::none ? dl::detail::ClassReduction::none
-         : r == Reduction::sum ? dl::detail::ClassReduction::sum
-                               : dl::detail::ClassReduction::mean;
-}
-#endif  // DL_HEADER_ONLY
 
 DL_API void check_label_smoothing(double s);
-#if DL_HEADER_ONLY
-DL_API void check_label_smoothing(double s) {
-  DL_CHECK(s >= 0 && s <= 1, "label_smoothing must be between 0.0 and 1.0. Got: ", s);
-}
-#endif  // DL_HEADER_ONLY
 
 /// The checks of PyTorch's nll_loss_nd on class-index targets and the weight.
 template <class T>
@@ -402,3 +385,7 @@ DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::binary_cross_entrop
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::binary_cross_entropy_with_logits(const dl::Tensor<float>&, const dl::Tensor<float>&,
                                                                                 const dl::nn::BCEWithLogitsLossOptions<float>&))
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::kl_div(const dl::Tensor<float>&, const dl::Tensor<float>&, dl::nn::KLDivLossOptions))
+
+#if DL_HEADER_ONLY
+#include "loss-inl.hpp"
+#endif

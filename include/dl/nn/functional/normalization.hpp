@@ -142,11 +142,6 @@ auto norm_rule(NormGeometry geo, Shape in_shape, Shape param_shape, double eps, 
 }
 
 DL_API void check_param(const char* what, int64_t expected, const Shape& got);
-#if DL_HEADER_ONLY
-DL_API void check_param(const char* what, int64_t expected, const Shape& got) {
-  DL_CHECK(numel(got) == expected, what, " should contain ", expected, " elements not ", numel(got));
-}
-#endif  // DL_HEADER_ONLY
 
 /// Forward statistics kept for a fast backward: per channel (batch_norm) or per row (layer_norm,
 /// group_norm) mean and 1 / sqrt(var + eps), in double.
@@ -504,3 +499,7 @@ DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::layer_norm(const dl
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::group_norm(const dl::Tensor<float>&, int64_t, dl::Tensor<float>, dl::Tensor<float>, double))
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::instance_norm(const dl::Tensor<float>&, dl::Tensor<float>, dl::Tensor<float>, dl::Tensor<float>, dl::Tensor<float>, bool, double, double))
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::normalize(const dl::Tensor<float>&, double, int64_t, double))
+
+#if DL_HEADER_ONLY
+#include "normalization-inl.hpp"
+#endif

@@ -102,12 +102,6 @@ auto pooled1d(const Tensor<T>& x, F&& f) {
 }
 
 DL_API void check_pool1d_dims(const Shape& x, const char* what);
-#if DL_HEADER_ONLY
-DL_API void check_pool1d_dims(const Shape& x, const char* what) {
-  DL_CHECK(x.size() == 2 || x.size() == 3, "Expected 2 to 3 dimensions, but got ", x.size(),
-           "-dimensional tensor for argument #1 'self' (while checking arguments for ", what, ")");
-}
-#endif  // DL_HEADER_ONLY
 
 }  // namespace detail
 
@@ -273,3 +267,7 @@ DL_EXTERN_TEMPLATE(nn, dl::MaxResult<float> dl::nn::functional::max_pool1d_with_
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::avg_pool1d(const dl::Tensor<float>&, int64_t, std::optional<int64_t>, int64_t, bool, bool))
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::adaptive_avg_pool1d(const dl::Tensor<float>&, int64_t))
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::adaptive_max_pool1d(const dl::Tensor<float>&, int64_t))
+
+#if DL_HEADER_ONLY
+#include "pooling-inl.hpp"
+#endif
