@@ -61,12 +61,7 @@ struct Prelu;
 template <class T>
 struct LeakyRelu {
   T slope;
-  template <class A>
-  using result = SameTypeUnary::result<A>;
-  template <size_t I, class A>
-  using input = SameTypeUnary::input<I, A>;
-  template <size_t I>
-  static constexpr bool differentiable = SameTypeUnary::differentiable<I>;
+  using rules = SameTypeUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "LeakyRelu";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -84,12 +79,7 @@ struct LeakyRelu {
 template <class T>
 struct Elu {
   T alpha, scale, input_scale;
-  template <class A>
-  using result = FloatUnary::result<A>;
-  template <size_t I, class A>
-  using input = FloatUnary::input<I, A>;
-  template <size_t I>
-  static constexpr bool differentiable = FloatUnary::differentiable<I>;
+  using rules = FloatUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "Elu";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -110,12 +100,7 @@ struct Elu {
 template <class T>
 struct Gelu {
   bool tanh_approx;
-  template <class A>
-  using result = FloatUnary::result<A>;
-  template <size_t I, class A>
-  using input = FloatUnary::input<I, A>;
-  template <size_t I>
-  static constexpr bool differentiable = FloatUnary::differentiable<I>;
+  using rules = FloatUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "Gelu";
   static constexpr double kSqrt1_2 = 0.70710678118654752440;   // 1 / sqrt(2)
   static constexpr double kPdf = 0.39894228040143267794;       // 1 / sqrt(2 pi)
@@ -203,12 +188,7 @@ struct Mish : FloatUnary {
 template <class T>
 struct Softplus {
   T beta, threshold;
-  template <class A>
-  using result = FloatUnary::result<A>;
-  template <size_t I, class A>
-  using input = FloatUnary::input<I, A>;
-  template <size_t I>
-  static constexpr bool differentiable = FloatUnary::differentiable<I>;
+  using rules = FloatUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "Softplus";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -230,12 +210,7 @@ struct Softplus {
 template <class T>
 struct Hardtanh {
   T lo, hi;
-  template <class A>
-  using result = SameTypeUnary::result<A>;
-  template <size_t I, class A>
-  using input = SameTypeUnary::input<I, A>;
-  template <size_t I>
-  static constexpr bool differentiable = SameTypeUnary::differentiable<I>;
+  using rules = SameTypeUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "Hardtanh";
   template <class X>
   DL_HD X operator()(const X& x) const {  // clamp: NaN stays NaN; lo > hi gives hi everywhere
@@ -344,12 +319,7 @@ struct Tanhshrink : FloatUnary {
 template <class T>
 struct Threshold {
   T threshold, value;
-  template <class A>
-  using result = SameTypeUnary::result<A>;
-  template <size_t I, class A>
-  using input = SameTypeUnary::input<I, A>;
-  template <size_t I>
-  static constexpr bool differentiable = SameTypeUnary::differentiable<I>;
+  using rules = SameTypeUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "Threshold";
   template <class X>
   DL_HD X operator()(const X& x) const {

@@ -144,9 +144,9 @@ inline constexpr bool op_has_simd<Remainder, T> = !std::is_integral_v<T>;
 
 template <class Op, class... Cs>
 struct ApplyView {
-  using value_type = typename Op::template result<typename Cs::value_type...>;
+  using value_type = typename op_rules_t<Op>::template result<typename Cs::value_type...>;
   template <size_t I>
-  using input_t = typename Op::template input<I, typename Cs::value_type...>;
+  using input_t = typename op_rules_t<Op>::template input<I, typename Cs::value_type...>;
   template <size_t I>
   using child_t = std::tuple_element_t<I, std::tuple<Cs...>>;
   using leaf_types = typename concat_lists<typename Cs::leaf_types...>::type;
@@ -203,7 +203,7 @@ struct ApplyView {
 
   /// Whether gradient flows from this node into operand I at all (decided at compile time).
   template <size_t I>
-  static constexpr bool grad_flows = Op::template differentiable<I> && child_t<I>::leaves > 0 &&
+  static constexpr bool grad_flows = op_rules_t<Op>::template differentiable<I> && child_t<I>::leaves > 0 &&
                                      floating_scalar<input_t<I>> && floating_scalar<value_type> &&
                                      floating_scalar<typename child_t<I>::value_type>;
 

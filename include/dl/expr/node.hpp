@@ -54,7 +54,7 @@ inline constexpr int node_depth<Apply<Op, Args...>> = Apply<Op, Args...>::depth;
 /// An op applied elementwise to its operands (which broadcast against each other).
 template <class Op, class... Args>
 struct Apply : ExprBase<Apply<Op, Args...>> {
-  using value_type = typename Op::template result<typename Args::value_type...>;
+  using value_type = typename op_rules_t<Op>::template result<typename Args::value_type...>;
   static constexpr size_t arity = sizeof...(Args);
   /// Height of the tree: 1 for an op whose operands are all tensors or numbers.
   static constexpr int depth = 1 + std::max({0, node_depth<Args>...});

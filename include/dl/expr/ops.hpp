@@ -82,6 +82,21 @@ DL_HD DL_INLINE constexpr auto cast_like(const X& x, const G& g) {
 // Type rules shared by families of ops.
 // ---------------------------------------------------------------------------------------------
 
+/// Where an op's type rules (result, input, differentiable) are: the op itself (most ops derive from
+/// one of the structs below), or the struct it names as `rules` (an op that must stay an aggregate,
+/// LeakyRelu<T>{slope}, cannot have a base class).
+template <class Op>
+struct op_rules {
+  using type = Op;
+};
+template <class Op>
+  requires requires { typename Op::rules; }
+struct op_rules<Op> {
+  using type = typename Op::rules;
+};
+template <class Op>
+using op_rules_t = typename op_rules<Op>::type;
+
 /// Same type in and out (neg, abs, relu, clamp...).
 struct SameTypeUnary {
   template <class A>
@@ -364,12 +379,7 @@ struct PowScalar {
 template <class T>
 struct Clamp {  // no base class: it stays an aggregate, Clamp<T>{lo, hi}
   T lo, hi;
-  template <class A>
-  using result = A;
-  template <size_t I, class A>
-  using input = A;
-  template <size_t I>
-  static constexpr bool differentiable = true;
+  using rules = SameTypeUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "Clamp";
   template <class X>
   DL_HD X operator()(const X& x) const {
@@ -458,12 +468,7 @@ DL_CLASSIFY(IsFinite, (x - x) == S(0), x == x)  // x - x is NaN exactly for NaN 
 template <class T>
 struct NanToNum {  // an aggregate, as Clamp: NanToNum<T>{nan, posinf, neginf}
   T nan, posinf, neginf;
-  template <class A>
-  using result = A;
-  template <size_t I, class A>
-  using input = A;
-  template <size_t I>
-  static constexpr bool differentiable = true;
+  using rules = SameTypeUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "NanToNum";
   template <class X>
   DL_HD X operator()(const X& x) const {

@@ -137,12 +137,7 @@ namespace expr {
 /// aggregate, Polygamma{n}, as Clamp in dl/expr/ops.hpp, and names FloatUnary's type rules.
 struct Polygamma {
   int64_t n;
-  template <class A>
-  using result = FloatUnary::result<A>;
-  template <size_t I, class A>
-  using input = FloatUnary::input<I, A>;
-  template <size_t I>
-  static constexpr bool differentiable = FloatUnary::differentiable<I>;
+  using rules = FloatUnary;  // its type rules (an aggregate: no base class)
   static constexpr std::string_view name = "Polygamma";
   template <class X>
   DL_HD X operator()(const X& x) const {
