@@ -29,13 +29,13 @@ LAYERS = [
     # dl/tensor.hpp, the tensor API (the class, views, in-place ops, printing and the reductions), sits
     # with the ops it gathers; every layer above includes it.
     ("ops", [r"tensor\.hpp", r"any_tensor\.hpp", r"ops/.*", r"linalg\.hpp", r"cuda/.*", r"autograd/gradcheck\.hpp"]),
-    ("libraries", [r"io/.*", r"data/.*", r"profiler\.hpp", r"utils/.*", r"nn\.hpp", r"nn/.*", r"distributions\.hpp",
+    ("libraries", [r"io/.*", r"distributed/.*", r"data/.*", r"profiler\.hpp", r"utils/.*", r"nn\.hpp", r"nn/.*", r"distributions\.hpp",
                    r"distributions/.*", r"optim\.hpp", r"optim/.*", r"models\.hpp", r"models/.*"]),
-    ("umbrellas", [r"dl\.hpp", r"cuda\.hpp"]),
+    ("umbrellas", [r"dl\.hpp", r"cuda\.hpp", r"distributed\.hpp"]),
 ]
 # Within the libraries layer, these look down on one another in this order (a module's state dict
-# is io's; an optimizer steps a module's parameters; a model is made of modules).
-LIBRARY_ORDER = [r"io/", r"profiler\.hpp|utils/", r"data/", r"distributions", r"nn", r"optim", r"models"]
+# is io's; DistributedSampler reads the default process group; an optimizer steps a module's parameters; a model is made of modules).
+LIBRARY_ORDER = [r"io/", r"profiler\.hpp|utils/", r"distributed/", r"data/", r"distributions", r"nn", r"optim", r"models"]
 
 
 def layer_of(rel):
@@ -97,12 +97,26 @@ def check_standalone(root, cxx):
     todo = [h for h in headers(root) if not h.startswith("cuda/") and not h.endswith("-inl.hpp")]
     include_dir = os.path.dirname(os.path.abspath(root))
 
+    # The MPI headers (dl/distributed/mpi.hpp and what includes it) need MPI's include directory.
+    mpi_flags = []
+    try:
+        mpi_flags = subprocess.run(["mpicxx", "--showme:compile"], capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+
+    def needs_mpi(rel):
+        return rel in ("distributed.hpp", "distributed/mpi.hpp", "distributed/init.hpp")
+
+    if not mpi_flags:
+        todo = [h for h in todo if not needs_mpi(h)]
+
     def compile_one(rel):
         with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
             f.write(f"#include <dl/{rel}>\n")
             name = f.name
         try:
-            r = subprocess.run(cxx + ["-fsyntax-only", "-I", include_dir, name], capture_output=True, text=True)
+            extra = mpi_flags if needs_mpi(rel) else []
+            r = subprocess.run(cxx + extra + ["-fsyntax-only", "-I", include_dir, name], capture_output=True, text=True)
         finally:
             os.unlink(name)
         return rel, r.returncode, r.stderr

@@ -53,7 +53,7 @@ DL_API std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPt
   auto& m = detail::meta(variable_);
   for (const auto& hook : m.hooks)
     if (TensorImplPtr r = hook(g)) g = std::move(r);
-  std::lock_guard lock(m.mutex);
+  std::unique_lock lock(m.mutex);
   if (!m.grad) {
     m.grad = detail::owned_grad(std::move(g));
   } else if (is_grad_enabled()) {
@@ -61,11 +61,56 @@ DL_API std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPt
   } else {
     grad_ops(g->dtype).add_inplace(m.grad, g);
   }
+  if (!m.post_accumulate_hooks.empty()) {
+    auto hooks = m.post_accumulate_hooks;  // a hook may remove hooks
+    lock.unlock();
+    for (const auto& [key, hook] : hooks) hook();
+  }
   return {};
+}
+
+namespace detail {
+/// The callbacks queued during the backward pass running on this thread (depth: nested passes).
+struct BackwardCallbacks {
+  int depth = 0;
+  std::vector<std::function<void()>> queued;
+};
+inline BackwardCallbacks& backward_callbacks() {
+  thread_local BackwardCallbacks c;
+  return c;
+}
+}  // namespace detail
+
+DL_API void queue_callback(std::function<void()> fn) {
+  auto& c = detail::backward_callbacks();
+  DL_CHECK(c.depth > 0, "autograd::queue_callback: no backward pass is running on this thread (queue callbacks from hooks)");
+  c.queued.push_back(std::move(fn));
 }
 
 DL_API std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
                                                bool keep_graph, bool create_graph, const std::vector<Edge>* captures) {
+  // The outermost pass runs the callbacks queued during it (queue_callback) when it ends.
+  auto& callbacks = detail::backward_callbacks();
+  struct Depth {
+    detail::BackwardCallbacks& c;
+    explicit Depth(detail::BackwardCallbacks& cb) : c(cb) {
+      if (c.depth++ == 0) c.queued.clear();
+    }
+    ~Depth() {
+      if (--c.depth == 0) c.queued.clear();
+    }
+  } depth(callbacks);
+  std::vector<TensorImplPtr> captured = run_graph(roots, std::move(grads), keep_graph, create_graph, captures);
+  if (callbacks.depth == 1)
+    for (size_t i = 0; i < callbacks.queued.size(); ++i) {  // a callback may queue another
+      auto fn = std::move(callbacks.queued[i]);
+      fn();
+    }
+  return captured;
+}
+
+DL_API std::vector<TensorImplPtr> run_graph(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
+                                            bool keep_graph, bool create_graph, const std::vector<Edge>* captures) {
   // Dependencies: how many edges lead into each node.
   std::unordered_map<Node*, int> deps;
   std::vector<Node*> stack;

@@ -101,10 +101,34 @@ void register_grad_ops() {
   (void)registered;
 }
 
+/// Runs fn after a gradient has been accumulated into the leaf t's grad() (each backward pass that
+/// reaches t); `key` identifies the hook for remove_post_accumulate_grad_hooks.
+inline void add_post_accumulate_grad_hook(const TensorImplPtr& t, const void* key, std::function<void()> fn) {
+  auto& m = detail::meta(t);
+  DL_CHECK(m.requires_grad && !m.grad_fn, "register_post_accumulate_grad_hook: only leaf tensors that require grad accumulate gradients");
+  std::lock_guard lock(m.mutex);
+  m.post_accumulate_hooks.emplace_back(key, std::move(fn));
+}
+/// Removes t's post-accumulate hooks registered with `key`.
+inline void remove_post_accumulate_grad_hooks(const TensorImplPtr& t, const void* key) {
+  if (!t || !t->autograd) return;
+  auto& m = *t->autograd;
+  std::lock_guard lock(m.mutex);
+  std::erase_if(m.post_accumulate_hooks, [&](const auto& h) { return h.first == key; });
+}
+
+/// Runs fn when the backward pass now running ends, after every gradient was accumulated and
+/// before backward() returns (PyTorch's Variable._execution_engine.queue_callback; DDP waits for
+/// its all-reduces there). An exception it throws comes out of backward().
+DL_API void queue_callback(std::function<void()> fn);
+
 /// Runs backward from `roots` (edges) seeded with `grads`. With `captures`, gradients arriving at
 /// those edges are returned instead of accumulated into leaves (autograd::grad).
 DL_API std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
                                                bool keep_graph, bool create_graph, const std::vector<Edge>* captures = nullptr);
+/// run_backward's graph walk, without the end-of-pass callbacks.
+DL_API std::vector<TensorImplPtr> run_graph(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
+                                            bool keep_graph, bool create_graph, const std::vector<Edge>* captures);
 
 /// Gradients of `outputs` with respect to `inputs` (PyTorch's torch.autograd.grad), returned
 /// instead of accumulated into .grad(). grad_outputs defaults to ones for one-element outputs.

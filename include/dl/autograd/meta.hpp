@@ -97,6 +97,9 @@ struct AutogradMeta {
   uint32_t view_version = 0;         // views: storage version when grad_fn was derived
   std::weak_ptr<Node> grad_accumulator;  // AccumulateGrad of a leaf, created on demand
   std::vector<GradHook> hooks;           // leaf hooks (non-leaf hooks live on grad_fn)
+  /// Run after a gradient was accumulated into grad (register_post_accumulate_grad_hook; DDP's
+  /// bucket hooks), each with the key that removes it.
+  std::vector<std::pair<const void*, std::function<void()>>> post_accumulate_hooks;
   std::mutex mutex;                      // guards grad accumulation (Hogwild threads)
 };
 

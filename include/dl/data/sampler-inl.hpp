@@ -153,6 +153,9 @@ DL_API std::vector<std::vector<int64_t>> AnyBatchSampler::batches() {
 
 DL_API DistributedSampler::DistributedSampler(int64_t dataset_size, DistributedSamplerOptions options)
     : n_(dataset_size), options_(options) {
+  const bool group = distributed::is_initialized();
+  if (options.num_replicas < 0) options.num_replicas = options_.num_replicas = group ? distributed::get_world_size() : 1;
+  if (options.rank < 0) options.rank = options_.rank = group ? distributed::get_rank() : 0;
   DL_CHECK(dataset_size >= 0, "DistributedSampler: dataset size must be non-negative, got ", dataset_size);
   DL_CHECK(options.num_replicas >= 1, "DistributedSampler: num_replicas must be at least 1, got ", options.num_replicas);
   DL_CHECK(options.rank >= 0 && options.rank < options.num_replicas, "DistributedSampler: invalid rank ", options.rank,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../config.hpp"
+#include "../distributed/process_group.hpp"
 #include "dataset.hpp"
 #include "rng.hpp"
 
@@ -175,8 +176,10 @@ class AnyBatchSampler {
 };
 
 struct DistributedSamplerOptions {
-  int64_t num_replicas = 1;  ///< number of processes taking part (the world size)
-  int64_t rank = 0;          ///< this process, in [0, num_replicas)
+  /// Number of processes taking part; -1: the default process group's world size (1 when
+  /// dl::distributed::init_process_group was not called).
+  int64_t num_replicas = -1;
+  int64_t rank = -1;         ///< this process, in [0, num_replicas); -1: its rank in the default group
   bool shuffle = true;       ///< a permutation seeded by seed + epoch
   uint64_t seed = 0;         ///< must be the same on every replica
   bool drop_last = false;    ///< drop the tail instead of padding to a multiple of num_replicas

@@ -114,4 +114,13 @@ void Tensor<T>::register_hook(std::function<Tensor(const Tensor&)> fn) const {
   else m.hooks.push_back(std::move(hook));
 }
 
+template <scalar_type T>
+void Tensor<T>::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> fn) const {
+  DL_CHECK(requires_grad() && is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  std::weak_ptr<TensorImpl> self = impl_;  // the hook lives in this tensor's own autograd slot
+  autograd::add_post_accumulate_grad_hook(impl_, nullptr, [self, fn = std::move(fn)] {
+    if (auto p = self.lock()) fn(Tensor(p));
+  });
+}
+
 }  // namespace dl

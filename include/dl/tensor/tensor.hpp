@@ -271,6 +271,9 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   void retain_grad() const;
   /// Calls fn(grad) when this tensor's gradient is computed; a defined return value replaces it.
   void register_hook(std::function<Tensor(const Tensor&)> fn) const;
+  /// Calls fn(*this) after each backward pass accumulated into this leaf's grad() (PyTorch's
+  /// register_post_accumulate_grad_hook: a per-parameter optimizer step, DDP's gradient buckets).
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> fn) const;
   uint32_t output_nr() const;
 
  private:
