@@ -1,7 +1,8 @@
 // Tests of dl/nn.hpp: the Module machinery (names, traversal, modes, hooks, registration, state
-// dicts, printing), every layer and loss module against PyTorch (tests/data/nn_ref.bin and
-// tests/data/nn/, written by tests/gen_nn_reference.py), Sequential's checks and fusions, init,
-// and PyTorch interop (.pth and .safetensors files written by PyTorch).
+// dicts, printing), Hogwild replicas (dl/nn/utils/hogwild.hpp), every layer and loss module against
+// PyTorch (tests/data/nn_ref.bin and tests/data/nn/, written by tests/gen_nn_reference.py),
+// Sequential's checks and fusions, init, and PyTorch interop (.pth and .safetensors files written
+// by PyTorch).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,9 +12,12 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <dl/dl.hpp>
 #include <dl/nn.hpp>
+#include <dl/nn/utils/hogwild.hpp>
 
 #include "refbin.hpp"
 
@@ -195,6 +199,162 @@ TEST_CASE("run-time registration of parameters, buffers and modules") {
   Tensor<float> leaf = dl::ones({2}).requires_grad_();
   CHECK_THROWS_WITH_AS(m.register_parameter("nl", Tensor<float>(leaf * 2.0f)), doctest::Contains("not a leaf"), dl::Error);
   CHECK_THROWS_WITH_AS(m.parameters<double>(), doctest::Contains("parameter w is float32"), dl::Error);
+}
+
+// ------------------------------------------------------------------------------ Hogwild replicas
+
+namespace {
+/// A small regressor for the Hogwild cases.
+struct Mlp : nn::Module {
+  nn::Linear<4, 16> fc1;
+  nn::Linear<16, 1> fc2;
+  DL_MODULE(Mlp, fc1, fc2)
+  Tensor<float> forward(const Tensor<float>& x) { return fc2(F::relu(fc1(x))); }
+};
+}  // namespace
+
+TEST_CASE("share_parameters: the replica's steps write the master's values; its gradients are its own") {
+  Net master;
+  Net replica = master;  // a copy shares the master's tensors, gradients included
+  CHECK(replica.fc1.weight.impl() == master.fc1.weight.impl());
+  nn::utils::share_parameters(replica, master);
+  const auto mp = master.named_parameters(), rp = replica.named_parameters();
+  REQUIRE(rp.size() == mp.size());
+  for (size_t i = 0; i < mp.size(); ++i) {
+    INFO("parameter ", mp[i].first);
+    CHECK(rp[i].first == mp[i].first);
+    CHECK(rp[i].second.impl() != mp[i].second.impl());
+    CHECK(rp[i].second.data_ptr() == mp[i].second.data_ptr());
+    CHECK(rp[i].second.requires_grad());
+    CHECK(rp[i].second.is_leaf());
+  }
+  const auto mb = master.named_buffers(), rb = replica.named_buffers();
+  REQUIRE(rb.size() == 3);
+  for (size_t i = 0; i < mb.size(); ++i) CHECK(rb[i].second.impl()->data() == mb[i].second.impl()->data());
+
+  // Backward through the replica fills the replica's gradients only.
+  Tensor<float> out = replica(input({2, 1, 32, 32}));
+  out.sum().backward();
+  for (auto& p : replica.parameters()) CHECK(p.grad().defined());
+  for (auto& p : master.parameters()) CHECK_FALSE(p.grad().defined());
+  // BatchNorm's running statistics, updated in place by the replica's forward, are the master's.
+  CHECK(master.bn1.num_batches_tracked.item() == 1);
+
+  // A step over the replica's parameters moves the master.
+  const Tensor<float> before = master.fc1.weight.clone();
+  dl::optim::SGD opt(replica.parameters(), {.lr = 0.1});
+  opt.step();
+  CHECK(dl::equal(master.fc1.weight, replica.fc1.weight));
+  CHECK_FALSE(dl::equal(master.fc1.weight, before));
+  CHECK(dl::allclose(master.fc1.weight, Tensor<float>(before - 0.1f * replica.fc1.weight.grad()), 1e-5, 1e-6));
+  // and the master's values are the replica's: load_state_dict into the master reaches it.
+  Net fresh;
+  master.load_state_dict(fresh.state_dict());
+  CHECK(dl::equal(replica.conv2.weight, fresh.conv2.weight));
+}
+
+TEST_CASE("share_parameters: another replica's step between forward and backward is not an in-place error") {
+  Mlp master;
+  Mlp a = master, b = master;
+  nn::utils::share_parameters(a, master);
+  nn::utils::share_parameters(b, master);
+  const Tensor<float> x = dl::randn({8, 4});
+  dl::optim::SGD opt_a(a.parameters(), {.lr = 0.1}), opt_b(b.parameters(), {.lr = 0.1});
+
+  Tensor<float> out_a = a(x);  // saves fc2.weight for backward
+  Tensor<float>(b(x)).sum().backward();
+  opt_b.step();  // writes the memory a's graph saved: Hogwild's stale read, as between processes
+  CHECK_NOTHROW(out_a.sum().backward());
+  CHECK(a.fc2.weight.grad().defined());
+
+  // The replica's own in-place changes are still caught.
+  Tensor<float> again = a(x);
+  opt_a.step();
+  CHECK_THROWS_WITH_AS(again.sum().backward(), doctest::Contains("modified by an inplace operation"), dl::Error);
+}
+
+TEST_CASE("share_parameters: tied parameters stay tied; modules that differ are named in the error") {
+  Dyn tied_master, tied_replica;
+  auto w = tied_master.register_parameter("a", dl::ones({3}));
+  tied_master.register_parameter("b", w);
+  auto v = tied_replica.register_parameter("a", dl::zeros({3}));
+  tied_replica.register_parameter("b", v);
+  nn::utils::share_parameters(tied_replica, tied_master);
+  const auto tied = tied_replica.named_parameters();  // one tensor under two names is listed once
+  REQUIRE(tied.size() == 1);
+  CHECK(tied[0].second.data_ptr() == w.data_ptr());
+
+  nn::Linear<> l8(4, 8), l9(4, 9), no_bias(4, 8, /*bias=*/false);
+  CHECK_THROWS_WITH_AS(nn::utils::share_parameters(l8, l9),
+                       doctest::Contains("share_parameters: parameter 'weight' has shape [8, 4] in the replica but [9, 4] in the master"),
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(nn::utils::share_parameters(no_bias, l8),
+                       doctest::Contains("share_parameters: the master has parameter 'bias' that the replica lacks"), dl::Error);
+  CHECK_THROWS_WITH_AS(nn::utils::share_parameters(l8, l8), doctest::Contains("the replica is the master itself"), dl::Error);
+
+  Dyn named_w, named_v;
+  named_w.register_parameter("w", dl::ones({2}));
+  named_v.register_parameter("v", dl::ones({2}));
+  CHECK_THROWS_WITH_AS(nn::utils::share_parameters(named_w, named_v),
+                       doctest::Contains("the replica has parameter 'w' where the master has parameter 'v'"), dl::Error);
+  // Nothing is replaced when a later member differs.
+  Dyn late_a, late_b;
+  auto first = late_a.register_parameter("first", dl::ones({2}));
+  late_a.register_parameter("second", dl::ones({3}));
+  late_b.register_parameter("first", dl::ones({2}));
+  late_b.register_parameter("second", dl::ones({4}));
+  CHECK_THROWS_WITH_AS(nn::utils::share_parameters(late_a, late_b), doctest::Contains("parameter 'second' has shape [3]"), dl::Error);
+  CHECK(late_a.named_parameters()[0].second.impl() == first.impl());
+
+  // A copy of a dynamic Sequential shares its children: such a replica is built anew.
+  nn::Sequential dyn;
+  dyn.push_back(nn::Linear(2, 3));
+  nn::Sequential copy = dyn;
+  CHECK_THROWS_WITH_AS(nn::utils::share_parameters(copy, dyn), doctest::Contains("share the submodule '0'"), dl::Error);
+  nn::Sequential built;
+  built.push_back(nn::Linear(2, 3));
+  nn::utils::share_parameters(built, dyn);
+  CHECK(built.parameters()[0].data_ptr() == dyn.parameters()[0].data_ptr());
+}
+
+TEST_CASE("Hogwild: two threads train replicas of one model without locks and the master's loss falls") {
+  dl::manual_seed(0);
+  Mlp master;
+  const Tensor<float> x = dl::randn({256, 4});
+  const Tensor<float> y = dl::mm(x, Tensor<float>(dl::arange<float>(1, 5).view({4, 1}) * 0.5f));
+  auto master_loss = [&] {
+    dl::NoGradGuard no_grad;
+    return F::mse_loss(master(x), y).item();
+  };
+  const float before = master_loss();
+
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> workers;
+  for (int rank = 0; rank < 2; ++rank)
+    workers.emplace_back([&, rank] {
+      try {
+        dl::set_num_threads_in_this_thread(1);
+        Mlp replica = master;
+        nn::utils::share_parameters(replica, master);
+        dl::optim::SGD opt(replica.parameters(), {.lr = 0.02});
+        const Tensor<float> xs = x.narrow(0, rank * 128, 128), ys = y.narrow(0, rank * 128, 128);  // disjoint shards
+        for (int step = 0; step < 300; ++step) {
+          Tensor<float> loss = F::mse_loss(replica(xs), ys);
+          opt.zero_grad();
+          loss.backward();
+          opt.step();
+        }
+      } catch (const std::exception& e) {
+        errors[size_t(rank)] = e.what();
+      }
+    });
+  for (auto& w : workers) w.join();
+  CHECK(errors[0] == "");
+  CHECK(errors[1] == "");
+  const float after = master_loss();
+  INFO("master's loss ", before, " -> ", after);
+  CHECK(after < 0.05f * before);
+  for (auto& p : master.parameters()) CHECK_FALSE(p.grad().defined());
 }
 
 TEST_CASE("forward hooks and pre-hooks see and replace tensors; remove() unregisters") {
