@@ -244,6 +244,25 @@ TEST_CASE("deterministic samplers match PyTorch") {
   CHECK(contains(error_of([] { data::BatchSampler(data::SequentialSampler(3), 0, false); }), "batch_size=0"));
 }
 
+TEST_CASE("a DataLoader follows set_epoch on the DistributedSampler it was given (copies share the epoch)") {
+  data::TensorDataset ds(dl::arange<float>(0, 20).view({20, 1}), dl::arange<int64_t>(0, 20));
+  data::DistributedSampler sampler(ds, {.num_replicas = 2, .rank = 1, .shuffle = true, .seed = 3});
+  data::DataLoader loader(ds, {.batch_size = 10, .sampler = sampler});
+  auto first_batch = [&] {
+    for (auto& [x, y] : loader) return std::vector<int64_t>(y.data(), y.data() + y.numel());
+    return std::vector<int64_t>{};
+  };
+  sampler.set_epoch(0);
+  const auto e0 = first_batch();
+  sampler.set_epoch(1);
+  const auto e1 = first_batch();
+  CHECK(e0 != sampler.indices());  // the sampler is at epoch 1 now
+  CHECK(e1 == sampler.indices());
+  sampler.set_epoch(0);
+  CHECK(e0 == sampler.indices());
+  CHECK(e0 != e1);
+}
+
 TEST_CASE("DistributedSampler shuffles by seed and epoch, and the replicas partition the data") {
   auto shard = [](int64_t rank, int64_t epoch, uint64_t seed) {
     data::DistributedSampler s(10, {.num_replicas = 3, .rank = rank, .shuffle = true, .seed = seed});

@@ -10,6 +10,8 @@ Conventions (the tutorial's introduction states them for readers):
   "Autograd", ...; a second test case under the same heading is "Tensors (2)").
 - A block whose fence reads ```cpp continued is appended to the previous block's test case, so
   it sees that block's variables: one section can build up a program in several steps.
+- A block whose fence reads ```cpp excerpt quotes a program the suite builds and runs elsewhere
+  (a sample that needs mpirun) and is not compiled here.
 - Lines that must live at namespace scope are taken out of the test body:
   * `#include`, namespace aliases (`namespace nn = dl::nn;`) and using-declarations written at
     column 0 go to the top of the file (they hold for every later snippet too);
@@ -111,7 +113,7 @@ def parse(path):
             i += 1
         block = [(n + 1, lines[n]) for n in range(start, min(i, len(lines)))]
         i += 1
-        if lang not in ("cpp", "c++"):
+        if lang not in ("cpp", "c++") or "excerpt" in info:
             continue
         if "continued" in info:
             if not cases:

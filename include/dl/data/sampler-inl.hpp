@@ -169,7 +169,7 @@ DL_API DistributedSampler::DistributedSampler(int64_t dataset_size, DistributedS
 DL_API std::vector<int64_t> DistributedSampler::indices() {
   std::vector<int64_t> all;
   if (options_.shuffle) {
-    Generator g(options_.seed + uint64_t(epoch_));
+    Generator g(options_.seed + uint64_t(*epoch_));
     all = detail::randperm_vector(n_, &g);
   } else {
     all.resize(size_t(n_));

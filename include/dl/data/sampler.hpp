@@ -197,8 +197,10 @@ class DistributedSampler {
       : DistributedSampler(int64_t(dataset.size()), options) {}
   int64_t size() const { return num_samples_; }
   std::vector<int64_t> indices();
-  void set_epoch(int64_t epoch) { epoch_ = epoch; }
-  int64_t epoch() const { return epoch_; }
+  /// Copies share the epoch (a DataLoader holds a copy of its sampler): set_epoch on the sampler
+  /// you passed reaches the loader, as in PyTorch, where the loader holds the sampler itself.
+  void set_epoch(int64_t epoch) { *epoch_ = epoch; }
+  int64_t epoch() const { return *epoch_; }
   /// Indices per replica after padding (num_samples) and across all replicas (total_size).
   int64_t num_samples() const { return num_samples_; }
   int64_t total_size() const { return num_samples_ * options_.num_replicas; }
@@ -207,7 +209,7 @@ class DistributedSampler {
   int64_t n_;
   DistributedSamplerOptions options_;
   int64_t num_samples_;
-  int64_t epoch_ = 0;
+  std::shared_ptr<int64_t> epoch_ = std::make_shared<int64_t>(0);
 };
 
 // ------------------------------------------------------------------------------ implementation

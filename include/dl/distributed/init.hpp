@@ -125,4 +125,12 @@ inline int get_local_rank() {
   return 0;
 }
 
+/// How many processes of this run share this machine (OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE
+/// or LOCAL_WORLD_SIZE; 1 when none is set): divide the cores among them with dl::set_num_threads.
+inline int get_local_world_size() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE", "LOCAL_WORLD_SIZE"})
+    if (const char* s = std::getenv(v)) return std::max(1, std::atoi(s));
+  return 1;
+}
+
 }  // namespace dl::distributed
