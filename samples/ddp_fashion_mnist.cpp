@@ -2,14 +2,16 @@
 // averages the gradients (all-reduces overlapped with backward), DistributedSampler gives each rank
 // its share of every epoch, and the test accuracy is summed over the ranks' shares of the test set.
 //   usage: mpirun -np 2 ./ddp_fashion_mnist [dataset dir] [epochs] [global batch]
-// With the same global batch (each rank takes global / world) it follows the one-process run
-// (`mpirun -np 1` or plain ./ddp_fashion_mnist) step for step, up to float rounding.
+// With the same global batch (each rank takes global / world) every step sees the same images as
+// the one-process run (`mpirun -np 1` or plain ./ddp_fashion_mnist) and the same averaged gradient,
+// up to float rounding (which grows over an epoch: 86.6% vs 87.0% after two epochs here).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
 
+#include <dl/data/data.hpp>
 #include <dl/distributed.hpp>
 #include <dl/nn.hpp>
 #include <dl/nn/parallel/distributed.hpp>
@@ -73,7 +75,7 @@ int main(int argc, char** argv) {
         correct += dl::sum(net(x).argmax(1) == y).item();
         seen += x.size(0);
       }
-      // Sum the ranks' counts (DistributedSampler pads the last share: count the padding out).
+      // Sum the ranks' counts (when the ranks do not divide 10,000, DistributedSampler's padding counts a few images twice).
       Tensor<double> counts = dl::tensor<double>({double(correct), double(seen), total_loss / double(batches)});
       dist::all_reduce(counts);
       const double* c = counts.data();

@@ -133,7 +133,6 @@ inline void check_list(const std::vector<AnyTensor>& list, const AnyTensor& like
 
 /// Copies block i of the flat `src` into each list[i] (contiguous or not).
 inline void scatter_blocks(const TensorImplPtr& src, const std::vector<AnyTensor>& list) {
-  const size_t es = element_size(src->dtype);
   int64_t off = 0;
   for (const AnyTensor& t : list) {
     TensorImpl block = *src;
@@ -144,7 +143,6 @@ inline void scatter_blocks(const TensorImplPtr& src, const std::vector<AnyTensor
     t.impl()->storage->bump_version();
     off += t.numel();
   }
-  (void)es;
 }
 /// The entries of list, one after the other, in a new flat tensor.
 inline TensorImplPtr gather_blocks(const std::vector<AnyTensor>& list, ScalarType dtype, Device device) {

@@ -43,11 +43,6 @@ inline void mpi_check(int rc, const char* call, const std::string& what) {
   MPI_Error_string(rc, msg, &len);
   throw Error(dl::detail::cat("dl::distributed (mpi): ", call, " failed in ", what, ": ", std::string(msg, size_t(len))));
 }
-#define DL_MPI(call, what)                                   \
-  do {                                                       \
-    std::lock_guard dl_mpi_lock_(::dl::distributed::detail::mpi_mutex()); \
-    ::dl::distributed::detail::mpi_check((call), #call, (what)); \
-  } while (0)
 
 /// Reductions of 16-bit floats, which MPI has no type for: each element widened to float.
 template <class H, ReduceOp Op>
