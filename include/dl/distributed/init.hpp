@@ -38,7 +38,7 @@ struct MpiRuntime {
     std::lock_guard lock(mpi_mutex());
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (!finalized && !mpi_unclean()) MPI_Finalize();  // unclean: an abandoned operation would block it
     ours = false;
   }
 };

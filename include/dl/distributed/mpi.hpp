@@ -3,12 +3,12 @@
 //
 // Each group owns a communication thread that runs the group's operations in the order they were
 // issued, so an asynchronous all_reduce overlaps with the caller's computation (DDP's buckets
-// during backward). Operations are MPI's non-blocking ones (MPI_Iallreduce, ...) polled with
-// MPI_Test: while it waits, the thread answers the other ranks' questions on a second
-// communicator, and when an operation outlives the group's timeout it asks every rank which
-// operation it is in, and fails with an error that names the ranks that never arrived. MPI is
-// initialised with MPI_THREAD_SERIALIZED; one process-wide mutex serialises the calls of several
-// groups' threads.
+// during backward). Collectives are MPI's blocking calls (its tuned algorithms: the non-blocking
+// MPI_Iallreduce of OpenMPI's libnbc is about 2x slower on large buffers); sends and receives are
+// posted and completed by polling, so neither waits for the other. A watchdog thread per group
+// answers the other ranks' questions on a second communicator and, when a collective outlives the
+// group's timeout, asks every rank which collective it is in and fails the operation's Work with an
+// error naming the ranks that never arrived. MPI runs with MPI_THREAD_MULTIPLE.
 //
 // Header-only always (no compiled-mode split): a program that includes dl/distributed.hpp links MPI
 // (Meson: dependency('mpi', language: 'cpp'); by hand: mpicxx, or `pkg-config --cflags --libs ompi-cxx`).
@@ -30,7 +30,7 @@ namespace dl::distributed {
 
 namespace detail {
 
-/// Serialises MPI calls across the threads of several groups (MPI_THREAD_SERIALIZED).
+/// Serialises dl's initialisation and finalisation of MPI.
 inline std::mutex& mpi_mutex() {
   static std::mutex m;
   return m;
@@ -139,6 +139,16 @@ inline int to_int_count(int64_t n, const char* what) {
   return int(n);
 }
 
+/// Thrown inside the communication thread's tasks (never reaches users): a send/recv was posted
+/// and completes later; a collective's Work was already failed by the timeout.
+struct Posted {};
+struct AlreadyReported {};
+/// Set when a group had to abandon a blocked operation: MPI_Finalize would wait for it forever.
+inline bool& mpi_unclean() {
+  static bool unclean = false;
+  return unclean;
+}
+
 // Control messages on a group's second communicator.
 constexpr int kTagQuery = 101, kTagReply = 102;
 struct ControlQuery {
@@ -160,25 +170,41 @@ class ProcessGroupMPI final : public ProcessGroup {
   /// Takes ownership of comm (freed in the destructor). global_ranks: the members' global ranks.
   ProcessGroupMPI(MPI_Comm comm, std::vector<int> global_ranks, std::chrono::milliseconds timeout)
       : ProcessGroup(std::move(global_ranks), -1, timeout), comm_(comm) {
-    {
-      std::lock_guard lock(detail::mpi_mutex());
-      MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-      MPI_Comm_rank(comm_, &rank_);
-      MPI_Comm_dup(comm_, &ctl_);
-      MPI_Comm_set_errhandler(ctl_, MPI_ERRORS_RETURN);
-    }
-    thread_ = std::thread([this] { loop(); });
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_dup(comm_, &ctl_);
+    MPI_Comm_set_errhandler(ctl_, MPI_ERRORS_RETURN);
+    thread_ = std::thread([this, abandoned = abandoned_] { loop(abandoned); });
+    watchdog_ = std::thread([this] { watch(); });
   }
 
+  /// Finishes the queued operations. An operation that timed out and still waits for a rank that
+  /// never comes is abandoned after a few seconds (its thread is left blocked in MPI, and the
+  /// group's communicators are not freed), so that a failed run can still end.
   ~ProcessGroupMPI() override {
     {
       std::lock_guard lock(mutex_);
       stop_ = true;
     }
     cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    std::lock_guard lock(detail::mpi_mutex());
-    if (orphans_.empty()) {  // an operation abandoned after a timeout may still write into comm_
+    std::optional<std::chrono::steady_clock::time_point> timed_out_since;
+    while (!loop_done_.load()) {
+      if (timed_out_.load() && !timed_out_since) timed_out_since = std::chrono::steady_clock::now();
+      if (timed_out_since && std::chrono::steady_clock::now() - *timed_out_since > std::chrono::seconds(3)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const bool stuck = !loop_done_.load();
+    if (stuck) {
+      abandoned_->store(true);
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
+    watch_stop_.store(true);
+    watchdog_.join();
+    if (stuck) {
+      detail::mpi_unclean() = true;  // MPI_Finalize would wait for the blocked operation
+    } else {
       MPI_Comm_free(&ctl_);
       MPI_Comm_free(&comm_);
     }
@@ -189,17 +215,17 @@ class ProcessGroupMPI final : public ProcessGroup {
   Work all_reduce(const AnyTensor& t, ReduceOp op, Finish f) override {
     const int64_t n = t.numel();
     auto impl = t.impl();
-    return collective("all_reduce", n, {impl}, [=, this](MPI_Request* r) {
-      return MPI_Iallreduce(MPI_IN_PLACE, impl->data(), detail::to_int_count(n, "all_reduce"), detail::mpi_type(impl->dtype),
-                            detail::mpi_op(op, impl->dtype), comm_, r);
+    return collective("all_reduce", n, {impl}, [=](MPI_Comm comm) {
+      return MPI_Allreduce(MPI_IN_PLACE, impl->data(), detail::to_int_count(n, "all_reduce"), detail::mpi_type(impl->dtype),
+                           detail::mpi_op(op, impl->dtype), comm);
     }, avg_then(op, impl, std::move(f)));
   }
 
   Work broadcast(const AnyTensor& t, int root, Finish f) override {
     const int64_t n = t.numel();
     auto impl = t.impl();
-    return collective("broadcast", n, {impl}, [=, this](MPI_Request* r) {
-      return MPI_Ibcast(impl->data(), detail::to_int_count(n, "broadcast"), detail::mpi_type(impl->dtype), root, comm_, r);
+    return collective("broadcast", n, {impl}, [=](MPI_Comm comm) {
+      return MPI_Bcast(impl->data(), detail::to_int_count(n, "broadcast"), detail::mpi_type(impl->dtype), root, comm);
     }, std::move(f));
   }
 
@@ -207,19 +233,19 @@ class ProcessGroupMPI final : public ProcessGroup {
     const int64_t n = t.numel();
     auto impl = t.impl();
     const bool at_root = rank_ == root;
-    return collective("reduce", n, {impl}, [=, this](MPI_Request* r) {
-      return MPI_Ireduce(at_root ? MPI_IN_PLACE : impl->data(), at_root ? impl->data() : nullptr,
-                         detail::to_int_count(n, "reduce"), detail::mpi_type(impl->dtype), detail::mpi_op(op, impl->dtype), root,
-                         comm_, r);
+    return collective("reduce", n, {impl}, [=](MPI_Comm comm) {
+      return MPI_Reduce(at_root ? MPI_IN_PLACE : impl->data(), at_root ? impl->data() : nullptr,
+                        detail::to_int_count(n, "reduce"), detail::mpi_type(impl->dtype), detail::mpi_op(op, impl->dtype), root,
+                        comm);
     }, at_root ? avg_then(op, impl, std::move(f)) : std::move(f));
   }
 
   Work all_gather(const AnyTensor& out, const AnyTensor& in, Finish f) override {
     const int64_t n = in.numel();
     auto o = out.impl(), i = in.impl();
-    return collective("all_gather", n, {o, i}, [=, this](MPI_Request* r) {
+    return collective("all_gather", n, {o, i}, [=](MPI_Comm comm) {
       const int c = detail::to_int_count(n, "all_gather");
-      return MPI_Iallgather(i->data(), c, detail::mpi_type(i->dtype), o->data(), c, detail::mpi_type(o->dtype), comm_, r);
+      return MPI_Allgather(i->data(), c, detail::mpi_type(i->dtype), o->data(), c, detail::mpi_type(o->dtype), comm);
     }, std::move(f));
   }
 
@@ -227,10 +253,10 @@ class ProcessGroupMPI final : public ProcessGroup {
     const int64_t n = in.numel();
     auto o = out.impl(), i = in.impl();
     const bool at_root = rank_ == root;
-    return collective("gather", n, {o, i}, [=, this](MPI_Request* r) {
+    return collective("gather", n, {o, i}, [=](MPI_Comm comm) {
       const int c = detail::to_int_count(n, "gather");
-      return MPI_Igather(i->data(), c, detail::mpi_type(i->dtype), at_root ? o->data() : nullptr, c, detail::mpi_type(i->dtype),
-                         root, comm_, r);
+      return MPI_Gather(i->data(), c, detail::mpi_type(i->dtype), at_root ? o->data() : nullptr, c, detail::mpi_type(i->dtype),
+                        root, comm);
     }, std::move(f));
   }
 
@@ -238,19 +264,19 @@ class ProcessGroupMPI final : public ProcessGroup {
     const int64_t n = out.numel();
     auto o = out.impl(), i = in.impl();
     const bool at_root = rank_ == root;
-    return collective("scatter", n, {o, i}, [=, this](MPI_Request* r) {
+    return collective("scatter", n, {o, i}, [=](MPI_Comm comm) {
       const int c = detail::to_int_count(n, "scatter");
-      return MPI_Iscatter(at_root ? i->data() : nullptr, c, detail::mpi_type(o->dtype), o->data(), c, detail::mpi_type(o->dtype),
-                          root, comm_, r);
+      return MPI_Scatter(at_root ? i->data() : nullptr, c, detail::mpi_type(o->dtype), o->data(), c, detail::mpi_type(o->dtype),
+                         root, comm);
     }, std::move(f));
   }
 
   Work reduce_scatter(const AnyTensor& out, const AnyTensor& in, ReduceOp op, Finish f) override {
     const int64_t n = out.numel();
     auto o = out.impl(), i = in.impl();
-    return collective("reduce_scatter", n, {o, i}, [=, this](MPI_Request* r) {
-      return MPI_Ireduce_scatter_block(i->data(), o->data(), detail::to_int_count(n, "reduce_scatter"), detail::mpi_type(o->dtype),
-                                       detail::mpi_op(op, o->dtype), comm_, r);
+    return collective("reduce_scatter", n, {o, i}, [=](MPI_Comm comm) {
+      return MPI_Reduce_scatter_block(i->data(), o->data(), detail::to_int_count(n, "reduce_scatter"), detail::mpi_type(o->dtype),
+                                      detail::mpi_op(op, o->dtype), comm);
     }, avg_then(op, o, std::move(f)));
   }
 
@@ -268,53 +294,45 @@ class ProcessGroupMPI final : public ProcessGroup {
       sd += in_counts[r];
       rd += out_counts[r];
     }
-    return collective("all_to_all", in.numel(), {o, i}, [=, this](MPI_Request* r) {
+    return collective("all_to_all", in.numel(), {o, i}, [=](MPI_Comm comm) {
       const int* c = counts->data();
-      return MPI_Ialltoallv(i->data(), c, c + p, detail::mpi_type(i->dtype), o->data(), c + 2 * p, c + 3 * p,
-                            detail::mpi_type(o->dtype), comm_, r);
+      return MPI_Alltoallv(i->data(), c, c + p, detail::mpi_type(i->dtype), o->data(), c + 2 * p, c + 3 * p,
+                           detail::mpi_type(o->dtype), comm);
     }, [counts, f = std::move(f)] { if (f) f(); });
   }
 
   Work barrier() override {
-    return collective("barrier", 0, {}, [this](MPI_Request* r) { return MPI_Ibarrier(comm_, r); }, {});
+    return collective("barrier", 0, {}, [](MPI_Comm comm) { return MPI_Barrier(comm); }, {});
   }
 
   Work send(const AnyTensor& t, int dst, int tag) override {
     auto impl = t.impl();
     const int64_t n = t.numel();
-    return enqueue(dl::detail::cat("send to rank ", ranks_[size_t(dst)], " (tag ", tag, ")"), /*collective=*/false, n, {impl},
-                   [=, this](MPI_Request* r) {
-                     return MPI_Isend(impl->data(), detail::to_int_count(n, "send"), detail::mpi_type(impl->dtype), dst, tag,
-                                      comm_, r);
-                   }, {});
+    return point_to_point(dl::detail::cat("send to rank ", ranks_[size_t(dst)], " (tag ", tag, ")"), {impl}, [=](MPI_Comm comm, MPI_Request* r) {
+      return MPI_Isend(impl->data(), detail::to_int_count(n, "send"), detail::mpi_type(impl->dtype), dst, tag, comm, r);
+    }, {});
   }
 
   Work recv(const AnyTensor& t, int src, int tag, Finish f) override {
     auto impl = t.impl();
     const int64_t n = t.numel();
     const std::string from = src < 0 ? std::string("any rank") : dl::detail::cat("rank ", ranks_[size_t(src)]);
-    return enqueue(dl::detail::cat("recv from ", from, " (tag ", tag, ")"), /*collective=*/false, n, {impl},
-                   [=, this](MPI_Request* r) {
-                     return MPI_Irecv(impl->data(), detail::to_int_count(n, "recv"), detail::mpi_type(impl->dtype),
-                                      src < 0 ? MPI_ANY_SOURCE : src, tag, comm_, r);
-                   }, std::move(f));
+    return point_to_point(dl::detail::cat("recv from ", from, " (tag ", tag, ")"), {impl}, [=](MPI_Comm comm, MPI_Request* r) {
+      return MPI_Irecv(impl->data(), detail::to_int_count(n, "recv"), detail::mpi_type(impl->dtype), src < 0 ? MPI_ANY_SOURCE : src,
+                       tag, comm, r);
+    }, std::move(f));
   }
 
   std::shared_ptr<ProcessGroup> new_subgroup(const std::vector<int>& global_ranks, std::chrono::milliseconds timeout) override {
-    // MPI_Comm_split is blocking and collective over this group: it runs on the communication
-    // thread, after the operations already queued, as every other operation does.
+    // MPI_Comm_split is collective over this group: it runs on the communication thread after the
+    // operations already queued, as every other collective does.
     std::vector<int> members;  // the members' ranks in this group, in the order of global_ranks
     for (int g : global_ranks) members.push_back(group_rank(g));
     const int my_index = int(std::find(members.begin(), members.end(), rank_) - members.begin());
     const bool member = my_index < int(members.size());
     auto result = std::make_shared<MPI_Comm>(MPI_COMM_NULL);
-    auto state = std::make_shared<detail::WorkState>();
-    push({"new_group", [=, this] {
-            std::lock_guard lock(detail::mpi_mutex());
-            detail::mpi_check(MPI_Comm_split(comm_, member ? 0 : MPI_UNDEFINED, my_index, result.get()), "MPI_Comm_split",
-                              "new_group");
-          }, state});
-    Work(state).wait();
+    collective("new_group", 0, {}, [=](MPI_Comm comm) { return MPI_Comm_split(comm, member ? 0 : MPI_UNDEFINED, my_index, result.get()); },
+               {}).wait();
     if (!member) return std::shared_ptr<ProcessGroup>(new NonMember(global_ranks, timeout));
     return std::make_shared<ProcessGroupMPI>(*result, global_ranks, timeout);
   }
@@ -330,10 +348,7 @@ class ProcessGroupMPI final : public ProcessGroup {
     std::string backend() const override { return "mpi"; }
     [[noreturn]] void fail() const {
       int me = -1;
-      {
-        std::lock_guard lock(detail::mpi_mutex());
-        MPI_Comm_rank(MPI_COMM_WORLD, &me);
-      }
+      MPI_Comm_rank(MPI_COMM_WORLD, &me);
       throw Error(dl::detail::cat("dl::distributed: rank ", me, " is not a member of the group ", describe(),
                       "; only its members may call its operations"));
     }
@@ -353,16 +368,31 @@ class ProcessGroupMPI final : public ProcessGroup {
     std::shared_ptr<ProcessGroup> new_subgroup(const std::vector<int>&, std::chrono::milliseconds) override { fail(); }
   };
 
-  using Start = std::function<int(MPI_Request*)>;
+  using Blocking = std::function<int(MPI_Comm)>;
+  using Post = std::function<int(MPI_Comm, MPI_Request*)>;
   struct Task {
     std::string name;
-    std::function<void()> run;
+    std::function<void()> run;  // on the communication thread
     std::shared_ptr<detail::WorkState> work;
   };
-  /// A posted request with the buffers it writes (kept alive after a timeout until it completes).
+  /// A posted point-to-point request, completed by the communication thread's polling.
   struct Pending {
     MPI_Request request = MPI_REQUEST_NULL;
     std::vector<TensorImplPtr> keep;
+    std::shared_ptr<detail::WorkState> work;
+    Finish finish;
+    std::string name;
+    std::chrono::steady_clock::time_point posted;
+    bool reported = false;
+  };
+  /// The collective the communication thread is in (for the watchdog and other ranks' questions).
+  struct Current {
+    int64_t seq = 0, numel = 0;
+    std::string op;
+    bool waiting = false;
+    std::chrono::steady_clock::time_point since;
+    std::shared_ptr<detail::WorkState> work;
+    bool reported = false;
   };
 
   Finish avg_then(ReduceOp op, const TensorImplPtr& t, Finish f) const {
@@ -370,7 +400,7 @@ class ProcessGroupMPI final : public ProcessGroup {
     if (t->dtype != ScalarType::Float && t->dtype != ScalarType::Double && t->dtype != ScalarType::Half &&
         t->dtype != ScalarType::BFloat16)
       throw Error(dl::detail::cat("dl::distributed: ReduceOp::AVG needs a floating tensor, got ", dtype_name(t->dtype),
-                      "; use ReduceOp::SUM and divide"));
+                                  "; use ReduceOp::SUM and divide"));
     const double s = 1.0 / size();
     return [t, s, f = std::move(f)] {
       detail::scale_by(*t, s);
@@ -378,28 +408,45 @@ class ProcessGroupMPI final : public ProcessGroup {
     };
   }
 
-  Work collective(const char* name, int64_t numel, std::vector<TensorImplPtr> keep, Start start, Finish f) {
-    return enqueue(name, /*collective=*/true, numel, std::move(keep), std::move(start), std::move(f));
+  /// A collective: MPI's blocking call (its tuned algorithms) on the communication thread; the
+  /// watchdog fails the Work when it outlives the timeout.
+  Work collective(std::string name, int64_t numel, std::vector<TensorImplPtr> keep, Blocking call, Finish f) {
+    auto state = std::make_shared<detail::WorkState>();
+    state->name = name;
+    push({name, [=, this, keep = std::move(keep)] {
+            const MPI_Comm comm = comm_;
+            std::shared_ptr<std::atomic<bool>> abandoned = abandoned_;
+            {
+              std::lock_guard lock(status_mutex_);
+              current_ = {seq_.fetch_add(1) + 1, numel, name, true, std::chrono::steady_clock::now(), state, false};
+            }
+            const int rc = call(comm);
+            if (abandoned->load()) return;  // the group is gone: touch nothing of it
+            bool reported = false;
+            {
+              std::lock_guard lock(status_mutex_);
+              current_.waiting = false;
+              current_.work = nullptr;
+              reported = current_.reported;
+            }
+            if (reported) throw detail::AlreadyReported{};  // the watchdog failed the Work already
+            detail::mpi_check(rc, "MPI", name);
+            if (f) f();
+            (void)keep;
+          }, state});
+    return Work(state);
   }
 
-  Work enqueue(std::string name, bool is_collective, int64_t numel, std::vector<TensorImplPtr> keep, Start start, Finish f) {
+  /// Send or receive: posted in order on the communication thread, completed when MPI says so
+  /// (a send and a receive between the same ranks never wait for each other).
+  Work point_to_point(std::string name, std::vector<TensorImplPtr> keep, Post post, Finish f) {
     auto state = std::make_shared<detail::WorkState>();
     state->name = name;
     push({name, [=, this, keep = std::move(keep)]() mutable {
-            Pending p{MPI_REQUEST_NULL, std::move(keep)};
-            if (is_collective) {
-              const int64_t s = seq_.fetch_add(1) + 1;
-              std::lock_guard lock(status_mutex_);
-              current_ = {s, numel, name};
-            }
-            {
-              std::lock_guard lock(detail::mpi_mutex());
-              detail::mpi_check(start(&p.request), "MPI", name);
-            }
-            int source = -1;
-            wait_request(p, name, is_collective, &source);
-            if (f) f();
-            state->source = source >= 0 && source < size() ? ranks_[size_t(source)] : -1;
+            Pending p{MPI_REQUEST_NULL, std::move(keep), state, std::move(f), name, std::chrono::steady_clock::now()};
+            detail::mpi_check(post(comm_, &p.request), "MPI", name);
+            pending_.push_back(std::move(p));
+            throw detail::Posted{};  // completed later by poll_pending
           }, state});
     return Work(state);
   }
@@ -410,116 +457,113 @@ class ProcessGroupMPI final : public ProcessGroup {
       DL_CHECK(!stop_, "dl::distributed: ", t.name, " on a destroyed process group");
       queue_.push_back(std::move(t));
     }
-    cv_.notify_all();
+    cv_.notify_one();
   }
 
-  void loop() {
+  void loop(std::shared_ptr<std::atomic<bool>> abandoned) {
     for (;;) {
       Task t;
       {
         std::unique_lock lock(mutex_);
-        // Idle: wake now and then to answer other ranks' questions and drive abandoned requests.
-        while (queue_.empty() && !stop_) {
-          if (cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return !queue_.empty() || stop_; })) break;
+        // Right after an operation another one often follows (DDP's buckets, a loop of collectives):
+        // look for it without sleeping for a moment before waiting on the condition variable.
+        for (int i = 0; i < 200 && queue_.empty() && !stop_; ++i) {
           lock.unlock();
-          idle_work();
+          if (!pending_.empty()) poll_pending();
+          std::this_thread::yield();
           lock.lock();
         }
-        if (queue_.empty()) {  // stop_ and nothing left
-          lock.unlock();
-          linger();
-          return;
+        while (queue_.empty() && !(stop_ && pending_.empty())) {
+          if (pending_.empty()) {
+            cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
+          } else {
+            lock.unlock();
+            poll_pending();
+            std::this_thread::yield();
+            lock.lock();
+          }
         }
+        if (queue_.empty()) break;  // stopped, and nothing pending
         t = std::move(queue_.front());
         queue_.pop_front();
       }
       try {
         t.run();
+        if (abandoned->load()) return;
         t.work->finish();
+      } catch (const detail::Posted&) {
+      } catch (const detail::AlreadyReported&) {
       } catch (...) {
+        if (abandoned->load()) return;
         t.work->finish(std::current_exception());
       }
+      if (!pending_.empty()) poll_pending();
     }
+    loop_done_.store(true);
   }
 
-  /// After a timeout the other ranks may still be asking where this one is: answer them for a
-  /// few seconds (or until the abandoned operation completes) before the group goes away.
-  void linger() {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    while (!orphans_.empty() && std::chrono::steady_clock::now() < until) {
-      idle_work();
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-
-  void idle_work() {
-    try {
-      service_control();
-      poll_orphans();
-    } catch (...) {
-    }
-  }
-
-  void poll_orphans() {
-    std::lock_guard lock(detail::mpi_mutex());
-    for (size_t i = 0; i < orphans_.size();) {
+  void poll_pending() {
+    for (size_t i = 0; i < pending_.size();) {
+      Pending& p = pending_[i];
       int done = 0;
-      MPI_Test(&orphans_[i].request, &done, MPI_STATUS_IGNORE);
-      if (done) orphans_.erase(orphans_.begin() + long(i));
-      else ++i;
-    }
-  }
-
-  /// Polls p until it completes; answers control queries meanwhile; after the timeout, finds out
-  /// which ranks are missing and throws.
-  void wait_request(Pending& p, const std::string& name, bool is_collective, int* source) {
-    using clock = std::chrono::steady_clock;
-    const auto start = clock::now();
-    MPI_Status status;
-    for (int64_t spins = 0;; ++spins) {
-      int done = 0;
-      {
-        std::lock_guard lock(detail::mpi_mutex());
-        detail::mpi_check(MPI_Test(&p.request, &done, &status), "MPI_Test", name);
-      }
-      if (done) {
-        if (source) *source = status.MPI_SOURCE;
-        if (is_collective) {
-          std::lock_guard lock(status_mutex_);
-          current_.waiting = false;
+      MPI_Status st;
+      const int rc = MPI_Test(&p.request, &done, &st);
+      if (rc != MPI_SUCCESS || done) {
+        try {
+          detail::mpi_check(rc, "MPI_Test", p.name);
+          if (!p.reported) {
+            if (p.finish) p.finish();
+            p.work->finish(nullptr, st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size() ? ranks_[size_t(st.MPI_SOURCE)] : -1);
+          }
+        } catch (...) {
+          if (!p.reported) p.work->finish(std::current_exception());
         }
-        return;
+        pending_.erase(pending_.begin() + long(i));
+        continue;
       }
-      if ((spins & 63) == 63) {
+      if (!p.reported && std::chrono::steady_clock::now() - p.posted > timeout_) {
+        p.reported = true;  // the request stays posted (a late peer still completes it)
+        p.work->finish(std::make_exception_ptr(Error(dl::detail::cat(
+            "dl::distributed: ", p.name, " on the group of ranks ", describe(), " (backend mpi) did not complete within ", timeout_.count(),
+            " ms: the peer did not post the matching operation"))));
+      }
+      ++i;
+    }
+  }
+
+  /// Answers the other ranks' questions and fails a collective that outlived the timeout.
+  void watch() {
+    while (!watch_stop_.load()) {
+      try {
         service_control();
-        if (clock::now() - start > timeout_) {
-          orphans_.push_back(std::move(p));
-          throw Error(timeout_message(name, is_collective));
+        std::shared_ptr<detail::WorkState> overdue;
+        std::string name;
+        {
+          std::lock_guard lock(status_mutex_);
+          if (current_.waiting && !current_.reported && std::chrono::steady_clock::now() - current_.since > timeout_) {
+            current_.reported = true;
+            overdue = current_.work;
+            name = current_.op;
+          }
         }
+        if (overdue) {
+          timed_out_.store(true);
+          overdue->finish(std::make_exception_ptr(Error(timeout_message(name))));
+        }
+      } catch (...) {
       }
-      // Spin briefly (a small collective completes in microseconds), then sleep between polls.
-      if (spins < 2000) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(spins < 20000 ? 20 : 200));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
-
-  struct Current {
-    int64_t seq = 0, numel = 0;
-    std::string op;
-    bool waiting = true;
-  };
 
   void service_control() {
     for (;;) {
       int flag = 0;
       MPI_Status st;
       detail::ControlQuery q{};
-      {
-        std::lock_guard lock(detail::mpi_mutex());
-        MPI_Iprobe(MPI_ANY_SOURCE, detail::kTagQuery, ctl_, &flag, &st);
-        if (!flag) return;
-        MPI_Recv(&q, sizeof q, MPI_BYTE, st.MPI_SOURCE, detail::kTagQuery, ctl_, MPI_STATUS_IGNORE);
-      }
+      MPI_Iprobe(MPI_ANY_SOURCE, detail::kTagQuery, ctl_, &flag, &st);
+      if (!flag) return;
+      MPI_Recv(&q, sizeof q, MPI_BYTE, st.MPI_SOURCE, detail::kTagQuery, ctl_, MPI_STATUS_IGNORE);
       detail::ControlReply r{};
       {
         std::lock_guard lock(status_mutex_);
@@ -529,28 +573,27 @@ class ProcessGroupMPI final : public ProcessGroup {
         r.waiting = current_.waiting ? 1 : 0;
         std::strncpy(r.op, current_.op.c_str(), sizeof r.op - 1);
       }
-      std::lock_guard lock(detail::mpi_mutex());
       MPI_Send(&r, sizeof r, MPI_BYTE, st.MPI_SOURCE, detail::kTagReply, ctl_);
     }
   }
 
-  std::string timeout_message(const std::string& name, bool is_collective) {
-    const auto ms = timeout_.count();
-    std::string head = dl::detail::cat("dl::distributed: ", name, is_collective ? dl::detail::cat(" (collective #", seq_.load(), ")") : std::string(),
-                           " on the group of ranks ", describe(), " (backend mpi) did not complete within ", ms, " ms");
-    if (!is_collective) return head + ": the peer did not post the matching operation";
-    // Ask every other rank where it is.
+  /// Asks every other rank where it is and says which ranks are missing from collective `name`.
+  std::string timeout_message(const std::string& name) {
+    int64_t my_seq = 0, my_numel = 0;
+    {
+      std::lock_guard lock(status_mutex_);
+      my_seq = current_.seq;
+      my_numel = current_.numel;
+    }
+    std::string head = dl::detail::cat("dl::distributed: ", name, " (collective #", my_seq, ") on the group of ranks ", describe(),
+                                       " (backend mpi) did not complete within ", timeout_.count(), " ms");
     const int64_t id = ++query_id_;
-    const int64_t my_seq = seq_.load();
     std::vector<MPI_Request> sends;
     detail::ControlQuery q{id};
-    {
-      std::lock_guard lock(detail::mpi_mutex());
-      for (int r = 0; r < size(); ++r) {
-        if (r == rank_) continue;
-        sends.emplace_back();
-        MPI_Isend(&q, sizeof q, MPI_BYTE, r, detail::kTagQuery, ctl_, &sends.back());
-      }
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank_) continue;
+      sends.emplace_back();
+      MPI_Isend(&q, sizeof q, MPI_BYTE, r, detail::kTagQuery, ctl_, &sends.back());
     }
     std::vector<std::optional<detail::ControlReply>> replies(static_cast<size_t>(size()));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
@@ -560,31 +603,25 @@ class ProcessGroupMPI final : public ProcessGroup {
       int flag = 0;
       MPI_Status st;
       detail::ControlReply r{};
-      {
-        std::lock_guard lock(detail::mpi_mutex());
-        MPI_Iprobe(MPI_ANY_SOURCE, detail::kTagReply, ctl_, &flag, &st);
-        if (flag) MPI_Recv(&r, sizeof r, MPI_BYTE, st.MPI_SOURCE, detail::kTagReply, ctl_, MPI_STATUS_IGNORE);
-      }
+      MPI_Iprobe(MPI_ANY_SOURCE, detail::kTagReply, ctl_, &flag, &st);
       if (!flag) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         continue;
       }
+      MPI_Recv(&r, sizeof r, MPI_BYTE, st.MPI_SOURCE, detail::kTagReply, ctl_, MPI_STATUS_IGNORE);
       if (r.id != id || replies[size_t(st.MPI_SOURCE)]) continue;  // a late answer to an earlier question
       replies[size_t(st.MPI_SOURCE)] = r;
       --missing_replies;
     }
-    {
-      std::lock_guard lock(detail::mpi_mutex());
-      for (auto& s : sends) {  // queries nobody received are cancelled
-        int done = 0;
-        MPI_Test(&s, &done, MPI_STATUS_IGNORE);
-        if (!done) {
-          MPI_Cancel(&s);
-          MPI_Request_free(&s);
-        }
+    for (auto& s : sends) {  // questions nobody received are cancelled
+      int done = 0;
+      MPI_Test(&s, &done, MPI_STATUS_IGNORE);
+      if (!done) {
+        MPI_Cancel(&s);
+        MPI_Request_free(&s);
       }
     }
-    std::vector<std::string> absent, waiting;
+    std::vector<std::string> absent;
     std::vector<int> waiting_ranks;
     for (int r = 0; r < size(); ++r) {
       const int g = ranks_[size_t(r)];
@@ -597,12 +634,12 @@ class ProcessGroupMPI final : public ProcessGroup {
         absent.push_back(dl::detail::cat("rank ", g, " did not answer (it may have exited or be stuck outside dl)"));
       } else if (rep->seq < my_seq) {
         absent.push_back(rep->seq == 0 ? dl::detail::cat("rank ", g, " has not called it (no collective on this group yet)")
-                                       : dl::detail::cat("rank ", g, " has not called it (its last collective on this group is #", rep->seq, " ",
-                                             rep->op, ", ", rep->waiting ? "still running" : "done", ")"));
+                                       : dl::detail::cat("rank ", g, " has not called it (its last collective on this group is #",
+                                                         rep->seq, " ", rep->op, ", ", rep->waiting ? "still running" : "done", ")"));
       } else if (rep->seq == my_seq && std::string(rep->op) != name) {
         absent.push_back(dl::detail::cat("rank ", g, " called ", rep->op, " instead (its collective #", rep->seq, ")"));
-      } else if (rep->seq == my_seq && rep->numel != numel_of_current()) {
-        absent.push_back(dl::detail::cat("rank ", g, " called it with ", rep->numel, " elements, this rank with ", numel_of_current()));
+      } else if (rep->seq == my_seq && rep->numel != my_numel) {
+        absent.push_back(dl::detail::cat("rank ", g, " called it with ", rep->numel, " elements, this rank with ", my_numel));
       } else if (rep->seq == my_seq) {
         waiting_ranks.push_back(g);
       } else {
@@ -617,22 +654,19 @@ class ProcessGroupMPI final : public ProcessGroup {
     return msg + ". (Every rank must call the group's collectives in the same order; the timeout is init_process_group's .timeout.)";
   }
 
-  int64_t numel_of_current() {
-    std::lock_guard lock(status_mutex_);
-    return current_.numel;
-  }
-
   MPI_Comm comm_ = MPI_COMM_NULL, ctl_ = MPI_COMM_NULL;
-  std::thread thread_;
+  std::thread thread_, watchdog_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
   bool stop_ = false;
+  std::vector<Pending> pending_;  // only touched by the communication thread
   std::atomic<int64_t> seq_{0};
   std::mutex status_mutex_;
   Current current_;
-  int64_t query_id_ = 0;
-  std::vector<Pending> orphans_;  // only touched by the communication thread
+  int64_t query_id_ = 0;  // only touched by the watchdog
+  std::atomic<bool> loop_done_{false}, timed_out_{false}, watch_stop_{false};
+  std::shared_ptr<std::atomic<bool>> abandoned_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 namespace detail {
@@ -646,15 +680,15 @@ inline bool ensure_mpi_initialized() {
   bool ours = false;
   if (!initialized) {
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-    DL_CHECK(provided >= MPI_THREAD_SERIALIZED, "dl::distributed: the MPI library provides thread level ", provided,
-             "; dl's communication threads need MPI_THREAD_SERIALIZED");
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    DL_CHECK(provided >= MPI_THREAD_MULTIPLE, "dl::distributed: the MPI library provides thread level ", provided,
+             "; dl's communication and watchdog threads need MPI_THREAD_MULTIPLE (OpenMPI 4 has it)");
     ours = true;
   } else {
     int provided = 0;
     MPI_Query_thread(&provided);
-    DL_CHECK(provided >= MPI_THREAD_SERIALIZED, "dl::distributed: MPI was initialized with thread level ", provided,
-             "; initialize it with MPI_Init_thread(..., MPI_THREAD_SERIALIZED, ...) or let dl do it");
+    DL_CHECK(provided >= MPI_THREAD_MULTIPLE, "dl::distributed: MPI was initialized with thread level ", provided,
+             "; initialize it with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or let dl do it");
   }
   static bool ops_created = false;
   if (!ops_created) {

@@ -5,6 +5,7 @@
 // the MPI engine.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../any_tensor.hpp"
@@ -43,13 +45,16 @@ struct WorkState {
   std::exception_ptr error;
   int source = -1;  // the sender of a recv (its global rank)
   std::string name;
+  std::atomic<bool> ready{false};  // done, readable without the mutex (a waiter spins on it briefly)
 
   void finish(std::exception_ptr e = nullptr, int src = -1) {
     {
       std::lock_guard lock(mutex);
+      if (done) return;
       done = true;
       error = std::move(e);
       if (src >= 0) source = src;
+      ready.store(true, std::memory_order_release);
     }
     cv.notify_all();
   }
@@ -67,6 +72,8 @@ class Work {
   /// Blocks until the operation completed; throws its dl::Error if it failed.
   void wait() const {
     if (!state_) return;
+    // Most operations complete within microseconds of being issued: look before sleeping.
+    for (int i = 0; i < 1000 && !state_->ready.load(std::memory_order_acquire); ++i) std::this_thread::yield();
     std::unique_lock lock(state_->mutex);
     state_->cv.wait(lock, [&] { return state_->done; });
     if (state_->error) std::rethrow_exception(state_->error);
