@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include <dl/dl.hpp>
 #include <dl/nn.hpp>
+#include <dl/nn/utils/clip_grad.hpp>
 #include <dl/nn/utils/hogwild.hpp>
 
 #include "refbin.hpp"
@@ -771,4 +773,54 @@ TEST_CASE("default initialisation is PyTorch's: weights U(+-1/sqrt(fan_in)), Bat
   CHECK(bn.num_batches_tracked.item() == 0);
   nn::Embedding<20, 3> emb({.padding_idx = 4});
   CHECK(emb.weight[4].abs().sum().item() == 0.0f);
+}
+
+TEST_CASE("nn::utils::clip_grad_norm_ and clip_grad_value_ against PyTorch (tests/gen_clip_grad_refs.py)") {
+  struct Ref {
+    double norm_type, max_norm, total;
+    std::vector<float> ga, gb;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<Ref> refs = {
+      {2.0, 1.0, 5.7072319984436035, {0.2628243863582611f, -0.35043251514434814f, 0.04380406439304352f, 0.5256487727165222f, -0.08760812878608704f, 0.17521625757217407f}, {0.017521625384688377f, -0.7008650302886963f}},
+      {1.0, 2.0, 12.350000381469727, {0.24291494488716125f, -0.32388660311698914f, 0.04048582538962364f, 0.4858298897743225f, -0.08097165077924728f, 0.16194330155849457f}, {0.016194330528378487f, -0.6477732062339783f}},
+      {inf, 1.5, 4.0, {0.5624998807907104f, -0.7499998211860657f, 0.09374997764825821f, 1.124999761581421f, -0.18749995529651642f, 0.37499991059303284f}, {0.037499990314245224f, -1.4999996423721313f}},
+      {3.0, 0.5, 4.695372581481934, {0.1597317010164261f, -0.2129756063222885f, 0.026621950790286064f, 0.3194634020328522f, -0.05324390158057213f, 0.10648780316114426f}, {0.01064878050237894f, -0.425951212644577f}},
+      {2.0, 100.0, 5.7072319984436035, {1.5f, -2.0f, 0.25f, 3.0f, -0.5f, 1.0f}, {0.1f, -4.0f}},
+  };
+  Tensor<float> a = dl::zeros<float>({2, 3}).requires_grad_(), b = dl::zeros<float>({2}).requires_grad_(),
+                c = dl::zeros<float>({1}).requires_grad_();  // c has no gradient: skipped
+  auto set_grads = [&] {
+    a.mutable_grad() = dl::tensor<float>({1.5f, -2.0f, 0.25f, 3.0f, -0.5f, 1.0f}).view({2, 3});
+    b.mutable_grad() = dl::tensor<float>({0.1f, -4.0f});
+  };
+  for (const Ref& r : refs) {
+    set_grads();
+    const double total = nn::utils::clip_grad_norm_(std::vector<Tensor<float>>{a, b, c}, r.max_norm, r.norm_type);
+    CHECK(total == doctest::Approx(r.total).epsilon(1e-6));
+    for (int64_t i = 0; i < 6; ++i) CHECK(a.grad().data()[i] == doctest::Approx(r.ga[size_t(i)]).epsilon(1e-5));
+    for (int64_t i = 0; i < 2; ++i) CHECK(b.grad().data()[i] == doctest::Approx(r.gb[size_t(i)]).epsilon(1e-5));
+    CHECK_FALSE(c.grad().defined());
+  }
+  set_grads();
+  nn::utils::clip_grad_value_(std::vector<Tensor<float>>{a, b}, 1.2);
+  const std::vector<float> va = {1.2f, -1.2f, 0.25f, 1.2f, -0.5f, 1.0f}, vb = {0.1f, -1.2f};
+  for (int64_t i = 0; i < 6; ++i) CHECK(a.grad().data()[i] == doctest::Approx(va[size_t(i)]));
+  for (int64_t i = 0; i < 2; ++i) CHECK(b.grad().data()[i] == doctest::Approx(vb[size_t(i)]));
+  // a module's parameters, one tensor, no gradients at all, errors
+  nn::Linear<3, 2> fc;
+  Tensor<float>(fc(dl::ones<float>({4, 3})).sum() * 100.0f).backward();
+  CHECK(nn::utils::clip_grad_norm_(fc.parameters(), 1.0) > 1.0);
+  CHECK(nn::utils::clip_grad_norm_(fc.parameters(), 1.0) == doctest::Approx(1.0).epsilon(1e-4));  // now clipped
+  CHECK(nn::utils::clip_grad_norm_(fc.weight, 10.0) < 1.0);
+  fc.zero_grad();
+  CHECK(nn::utils::clip_grad_norm_(fc.parameters(), 1.0) == 0.0);
+  set_grads();
+  a.grad().data()[0] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH_AS(nn::utils::clip_grad_norm_(a, 1.0, 2.0, /*error_if_nonfinite=*/true),
+                       doctest::Contains("The total norm of order 2 for gradients from `parameters` is non-finite"), dl::Error);
+  CHECK(std::isnan(nn::utils::clip_grad_norm_(a, 1.0)));  // without the option it scales by the NaN, as PyTorch
+  CHECK(std::isnan(a.grad().data()[1]));
+  CHECK_THROWS_WITH_AS(nn::utils::clip_grad_norm_(a, 1.0, -1.0), doctest::Contains("norm_type must be positive"), dl::Error);
+  CHECK_THROWS_WITH_AS(nn::utils::clip_grad_value_(a, -1.0), doctest::Contains("clip_value must be non-negative"), dl::Error);
 }

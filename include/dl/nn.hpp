@@ -22,3 +22,6 @@
 #include "nn/normalization.hpp"
 #include "nn/padding.hpp"
 #include "nn/pooling.hpp"
+#include "nn/rnn.hpp"
+#include "nn/utils/clip_grad.hpp"
+#include "nn/utils/hogwild.hpp"

@@ -135,7 +135,7 @@ DL_API void Module::zero_grad(bool set_to_none) {
   walk("", true, [&](const std::string&, Module& m) {
     detail::FnVisitor v(
         [&](const std::string&, const detail::TensorSlot& s) {
-          const TensorImplPtr& p = s.get().impl();
+          const TensorImplPtr p = s.get().impl();  // a copy: s.get() is a temporary
           if (!p->autograd || !p->autograd->grad) return;
           if (set_to_none) p->autograd->grad = nullptr;
           else dl::detail::zero_bytes(*p->autograd->grad);

@@ -325,9 +325,17 @@ struct FnVisitor final : MemberVisitor {
 inline constexpr auto ignore = [](const auto&, auto&) {};
 
 /// The type a module call returns: a lazy expression is materialised (modules hand out tensors).
+/// (Chosen lazily: tensor_t of a non-expression, a module returning a tuple, must not be formed.)
+template <class R, bool = expr::is_apply_v<R>>
+struct module_result {
+  using type = R;
+};
 template <class R>
-using module_result_t = std::conditional_t<expr::is_apply_v<std::remove_cvref_t<R>>,
-                                           expr::tensor_t<std::remove_cvref_t<R>>, std::remove_cvref_t<R>>;
+struct module_result<R, true> {
+  using type = expr::tensor_t<R>;
+};
+template <class R>
+using module_result_t = typename module_result<std::remove_cvref_t<R>>::type;
 
 /// DL_MODULE's call operator: forward, with the hooks when there are any. Not callable (a clean
 /// "no match" error at the call site) when forward does not take these arguments.
