@@ -6,3 +6,5 @@
 #define DL_COMPILED_KERNELS 1
 #endif
 #include <dl/dl.hpp>
+// Headers outside the dl.hpp umbrella whose non-template bodies the library holds too.
+#include <dl/nn/rnn.hpp>

@@ -26,6 +26,23 @@ def fill(m, seed):
         yield k, v
 
 
+def put_grads(name, m, loss, x, h0, c0):
+    """The gradients of loss with respect to x, the initial states given and every parameter."""
+    names = [n for n, _ in m.named_parameters()]
+    ins = [x] + ([h0] if h0 is not None else []) + ([c0] if c0 is not None else []) + list(m.parameters())
+    gs = torch.autograd.grad(loss, ins)
+    ref.put(f"{name}/gx", gs[0])
+    k = 1
+    if h0 is not None:
+        ref.put(f"{name}/gh0", gs[k])
+        k += 1
+    if c0 is not None:
+        ref.put(f"{name}/gc0", gs[k])
+        k += 1
+    for n, g in zip(names, gs[k:]):
+        ref.put(f"{name}/g/{n}", g)
+
+
 def run_case(name, m, x_shape, h0_shape=None, c0_shape=None, cell=False):
     for k, v in fill(m, 300):
         ref.put(f"{name}/sd/{k}", v)
@@ -52,19 +69,7 @@ def run_case(name, m, x_shape, h0_shape=None, c0_shape=None, cell=False):
     if c_n is not None:
         ref.put(f"{name}/c_n", c_n)
         loss = loss + (c_n * det(c_n.shape, 997).float()).sum()
-    names = [n for n, _ in m.named_parameters()]
-    ins = [x] + ([h0] if h0 is not None else []) + ([c0] if c0 is not None else []) + list(m.parameters())
-    gs = torch.autograd.grad(loss, ins)
-    ref.put(f"{name}/gx", gs[0])
-    k = 1
-    if h0 is not None:
-        ref.put(f"{name}/gh0", gs[k])
-        k += 1
-    if c0 is not None:
-        ref.put(f"{name}/gc0", gs[k])
-        k += 1
-    for n, g in zip(names, gs[k:]):
-        ref.put(f"{name}/g/{n}", g)
+    put_grads(name, m, loss, x, h0, c0)
 
 
 run_case("rnn_tanh", nn.RNN(5, 7), (4, 3, 5))
@@ -107,19 +112,7 @@ def packed_case(name, m, x_shape, lengths, batch_first, enforce_sorted, h0_shape
     if c_n is not None:
         ref.put(f"{name}/c_n", c_n)
         loss = loss + (c_n * det(c_n.shape, 997).float()).sum()
-    names = [n for n, _ in m.named_parameters()]
-    ins = [x] + ([h0] if h0 is not None else []) + ([c0] if c0 is not None else []) + list(m.parameters())
-    gs = torch.autograd.grad(loss, ins)
-    ref.put(f"{name}/gx", gs[0])
-    k = 1
-    if h0 is not None:
-        ref.put(f"{name}/gh0", gs[k])
-        k += 1
-    if c0 is not None:
-        ref.put(f"{name}/gc0", gs[k])
-        k += 1
-    for n, g in zip(names, gs[k:]):
-        ref.put(f"{name}/g/{n}", g)
+    put_grads(name, m, loss, x, h0, c0)
 
 
 packed_case("lstm_packed", nn.LSTM(5, 7, num_layers=2, bidirectional=True), (5, 4, 5), [3, 5, 1, 4], False, False,

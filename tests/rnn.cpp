@@ -5,14 +5,15 @@
 
 #include <algorithm>
 #include <optional>
-#include <type_traits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <dl/autograd/gradcheck.hpp>
 #include <dl/dl.hpp>
 #include <dl/nn.hpp>
+#include <dl/nn/rnn.hpp>
 
 #include "refbin.hpp"
 
@@ -83,6 +84,18 @@ void check_lstm(const std::string& name, nn::LSTM& m, Shape x_shape, Shape h0_sh
   backward_loss(out, h_n, c_n);
   check_grads(m, name, x, h0, c0);
 }
+
+/// The message of the dl::Error that f throws ("(no error)" when it throws none).
+template <class F>
+std::string msg(F&& f) {
+  try {
+    f();
+  } catch (const dl::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 template <class M>
 std::string repr(M& m) {
@@ -212,15 +225,6 @@ TEST_CASE("cell arithmetic passes finite-difference gradient checks in double") 
 
 TEST_CASE("bad input is an error with PyTorch's message and the shapes") {
   nn::LSTM lstm(5, 7, {.num_layers = 2});
-  auto msg = [](auto&& f) {
-    try {
-      f();
-    } catch (const dl::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  auto has = [](const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; };
   CHECK(has(msg([&] { lstm(dl::zeros<float>({4, 3, 6})); }), "input.size(-1) must be equal to input_size. Expected 5, got 6"));
   CHECK(has(msg([&] { lstm(dl::zeros<float>({2, 4, 3, 5})); }), "LSTM: Expected input to be 2D or 3D, got 4D instead"));
   CHECK(has(msg([&] { lstm(dl::zeros<float>({4, 3, 5}), std::tuple{dl::zeros<float>({1, 3, 7}), dl::zeros<float>({2, 3, 7})}); }),
@@ -295,15 +299,6 @@ TEST_CASE("pad_sequence, pack_sequence and their errors") {
   auto [back, lens] = rnn::pad_packed_sequence(ps);
   CHECK(dl::equal(back, rnn::pad_sequence({a, c, b})));
   CHECK(std::vector<int64_t>(lens.data(), lens.data() + 3) == std::vector<int64_t>{3, 2, 1});
-  auto msg = [](auto&& f) {
-    try {
-      f();
-    } catch (const dl::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  auto has = [](const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; };
   CHECK(has(msg([&] { rnn::pack_sequence({b, a}); }), "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True"));
   CHECK(has(msg([&] { rnn::pack_padded_sequence(dl::zeros<float>({4, 2, 3}), {5, 2}); }), "lengths[0] = 5 is longer than the input's 4 time steps"));
   CHECK(has(msg([&] { rnn::pack_padded_sequence(dl::zeros<float>({4, 2, 3}), {2, 0}); }), "Length of all samples has to be greater than 0"));

@@ -22,6 +22,4 @@
 #include "nn/normalization.hpp"
 #include "nn/padding.hpp"
 #include "nn/pooling.hpp"
-#include "nn/rnn.hpp"
 #include "nn/utils/clip_grad.hpp"
-#include "nn/utils/hogwild.hpp"
