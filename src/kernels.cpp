@@ -8,3 +8,4 @@
 #include <dl/dl.hpp>
 // Headers outside the dl.hpp umbrella whose non-template bodies the library holds too.
 #include <dl/nn/rnn.hpp>
+#include <dl/nn/transformer.hpp>

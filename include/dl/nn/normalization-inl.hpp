@@ -52,7 +52,7 @@ DL_API LayerNorm::LayerNorm(Shape normalized_shape, const LayerNormOptions& o)
   DL_CHECK(normalized_shape.size() > 0, "LayerNorm: normalized_shape must have at least one dimension");
   if (elementwise_affine) {
     weight = empty<float>(normalized_shape).requires_grad_();
-    bias = empty<float>(normalized_shape).requires_grad_();
+    if (o.bias) bias = empty<float>(normalized_shape).requires_grad_();
   }
   reset_parameters();
 }
@@ -60,7 +60,7 @@ DL_API LayerNorm::LayerNorm(Shape normalized_shape, const LayerNormOptions& o)
 DL_API void LayerNorm::reset_parameters() {
   if (!elementwise_affine) return;
   init::ones_(weight);
-  init::zeros_(bias);
+  if (bias.defined()) init::zeros_(bias);
 }
 
 DL_API std::string LayerNorm::extra_repr() const {

@@ -93,6 +93,7 @@ DL_BATCH_NORM(BatchNorm3d, x.dim() == 5, "5D")
 struct LayerNormOptions {
   double eps = 1e-5;
   bool elementwise_affine = true;
+  bool bias = true;  ///< false: a weight but no bias (PyTorch 2.1's LayerNorm(bias=False))
 };
 
 /// Normalises over the last dims (normalized_shape), with a learned elementwise affine map.
