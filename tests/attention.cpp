@@ -271,6 +271,13 @@ TEST_CASE("TransformerEncoderLayer and TransformerEncoder match PyTorch (post-no
   }
 }
 
+TEST_CASE("a TransformerEncoder state dict saved by torch.save loads and gives PyTorch's output") {
+  nn::TransformerEncoder m(nn::TransformerEncoderLayer(8, 2, {.dim_feedforward = 16, .dropout = 0.0}), 2, nn::LayerNorm(8));
+  const dl::StateDict sd = dl::load(std::string(DL_TEST_DATA) + "/transformer_encoder.pth");
+  m.load_state_dict(sd);  // strict: every key of PyTorch's file and of the module matches
+  ref.check(m(refbin::det<float>({5, 2, 8}, 1), mask_of("encoder", "mask")), "encoder/out", 2e-5);
+}
+
 TEST_CASE("TransformerDecoderLayer, TransformerDecoder and Transformer match PyTorch") {
   {
     nn::TransformerDecoderLayer m(8, 2, {.dim_feedforward = 16, .dropout = 0.0});

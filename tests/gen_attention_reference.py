@@ -153,6 +153,8 @@ layer_case("enc_layer_prenorm_gelu", nn.TransformerEncoderLayer(8, 4, dim_feedfo
                                                                 norm_first=True), (2, 6, 8))
 enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0), 2, norm=nn.LayerNorm(8))
 layer_case("encoder", enc, (5, 2, 8), mask=causal(5))
+# The same encoder's state dict as torch.save writes it: dl::load reads it into a fresh encoder.
+torch.save(enc.state_dict(), os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "transformer_encoder.pth"))
 layer_case("dec_layer", nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0), (4, 3, 8), (6, 3, 8), tgt_mask=causal(4),
            memory_key_padding_mask=pad_mask((3, 6), 22))
 dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, norm_first=True, batch_first=True), 2,
