@@ -3,7 +3,10 @@
 the side-by-side timing of both: rounds alternate one dl epoch and one PyTorch epoch on the same
 subset; medians of the training throughput (words/s) and the validation perplexities reached.
 
-  /usr/bin/python3 bench/char_lstm.py build/samples/char_lstm [--rounds 3] [--limit 20000]
+  env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp \
+    /usr/bin/python3 bench/char_lstm.py build/samples/char_lstm [--rounds 3] [--limit 20000]
+(the environment the other benchmarks give PyTorch: its OpenMP OpenBLAS). Each side is timed as a
+whole program epoch: batch assembly (Python loops in the twin, C++ in the sample) included.
   /usr/bin/python3 bench/char_lstm.py --twin-only [--epochs 4]     # the PyTorch program alone
 """
 import argparse
