@@ -7,5 +7,6 @@
 #endif
 #include <dl/dl.hpp>
 // Headers outside the dl.hpp umbrella whose non-template bodies the library holds too.
+#include <dl/nn/embedding_bag.hpp>
 #include <dl/nn/rnn.hpp>
 #include <dl/nn/transformer.hpp>

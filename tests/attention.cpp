@@ -1,8 +1,9 @@
 // Tests of dl/nn/functional/attention.hpp and dl/nn/transformer.hpp against PyTorch
 // (tests/gen_attention_reference.py writes tests/data/attention_ref.bin and attention_print.txt):
 // F::scaled_dot_product_attention, MultiheadAttention, the transformer encoder and decoder layers
-// and stacks, nn::Transformer — outputs, attention weights and the gradients of every input and
-// parameter; finite differences; masks of both kinds; printouts; errors.
+// and stacks, nn::Transformer, and EmbeddingBag (the bag-of-words layer of sequence models) —
+// outputs, attention weights and the gradients of every input and parameter; finite differences;
+// masks of both kinds; printouts; errors.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include <dl/autograd/gradcheck.hpp>
 #include <dl/dl.hpp>
+#include <dl/nn/embedding_bag.hpp>
 #include <dl/nn/transformer.hpp>
 
 #include "refbin.hpp"
@@ -362,4 +364,71 @@ TEST_CASE("attention errors name the shapes and the fix") {
   nn::Transformer t({.d_model = 8, .nhead = 2, .num_encoder_layers = 1, .num_decoder_layers = 1, .dim_feedforward = 8});
   CHECK(has(msg([&] { t(dl::randn<float>({5, 2, 8}), dl::randn<float>({4, 3, 8})); }), "the batch number of src and tgt must be equal"));
   CHECK(has(msg([&] { t(dl::randn<float>({5, 2, 8}), dl::randn<float>({4, 2, 6})); }), "must be equal to d_model (8)"));
+}
+
+TEST_CASE("EmbeddingBag matches PyTorch: sum with per_sample_weights, mean over a 2-D input with padding, max with include_last_offset, "
+          "scale_grad_by_freq with max_norm") {
+  struct Case {
+    std::string name;
+    int64_t dim;
+    nn::EmbeddingBagOptions o;
+  };
+  std::vector<Case> cases = {
+      {"bag_sum_psw", 3, {.mode = "sum"}},
+      {"bag_mean_2d_pad", 4, {.mode = "mean", .padding_idx = 2}},
+      {"bag_max_last", 3, {.mode = "max", .include_last_offset = true}},
+      {"bag_mean_freq_norm", 3, {.max_norm = 1.0, .scale_grad_by_freq = true, .mode = "mean"}},
+  };
+  const auto prints = refbin::sections("attention_print.txt");
+  for (auto& c : cases) {
+    INFO("case ", c.name);
+    nn::EmbeddingBag m(10, c.dim, c.o);
+    load(m, c.name);
+    const Tensor<int64_t> x = ref.tensor<int64_t>(c.name + "/input");
+    const Tensor<int64_t> off = ref.has(c.name + "/offsets") ? ref.tensor<int64_t>(c.name + "/offsets") : Tensor<int64_t>();
+    const Tensor<float> psw = c.name == "bag_sum_psw" ? input(x.shape(), 5) : Tensor<float>();
+    Tensor<float> out = m(x, off, psw);
+    ref.check(out, c.name + "/out", 1e-5);
+    ref.check(m.weight, c.name + "/weight_after", 1e-6);
+    backward(out);
+    check_param_grads(m, c.name, 1e-5);
+    if (psw.defined()) ref.check(psw.grad(), c.name + "/gpsw", 1e-5);
+    CHECK(repr(m) == prints.at(c.name));
+  }
+}
+
+TEST_CASE("EmbeddingBag: the same sums as Embedding, empty bags, errors") {
+  dl::manual_seed(2);
+  nn::EmbeddingBag sum(20, 5, {.mode = "sum"});
+  nn::Embedding<> emb(20, 5);
+  {
+    dl::NoGradGuard no_grad;
+    emb.weight.copy_(sum.weight);
+  }
+  const Tensor<int64_t> words = dl::tensor<int64_t>({3, 7, 7, 1, 19, 0, 4});
+  const Tensor<int64_t> offsets = dl::tensor<int64_t>({0, 3, 3, 5});  // bags [3 7 7], [], [1 19], [0 4]
+  Tensor<float> y = sum(words, offsets);
+  CHECK(y.shape() == Shape{4, 5});
+  CHECK(dl::allclose(y[0], emb(words.narrow(0, 0, 3)).sum(0), 1e-5, 1e-6));
+  CHECK(dl::equal(y[1], dl::zeros<float>({5})));
+  CHECK(dl::allclose(y[3], emb(words.narrow(0, 5, 2)).sum(0), 1e-5, 1e-6));
+  // Finite differences (float; the function is float-only) for the weights and per-sample weights.
+  const dl::autograd::GradcheckOptions fd{.eps = 1e-3, .atol = 2e-3, .rtol = 2e-2};
+  Tensor<float> w = dl::randn<float>({20, 5}), psw = dl::rand<float>({7});
+  CHECK(dl::autograd::gradcheck(
+      [&](std::vector<Tensor<float>>& in) { return F::embedding_bag(words, in[0], offsets, {.mode = "sum"}, in[1]); }, {w, psw}, fd));
+  for (std::string mode : {"mean", "max"})
+    CHECK(dl::autograd::gradcheck([&](std::vector<Tensor<float>>& in) { return F::embedding_bag(words, in[0], offsets, {.mode = mode}); },
+                                  {w}, fd));
+  nn::EmbeddingBag mean(20, 5);
+  CHECK(has(msg([&] { mean(words, offsets, dl::ones<float>({7})); }), "per_sample_weights is only supported for mode='sum' (got mode='mean')"));
+  CHECK(has(msg([&] { mean(words); }), "offsets has to be a 1D Tensor"));
+  CHECK(has(msg([&] { mean(words.reshape({7, 1}), offsets); }), "if input is 2D, then offsets has to be None"));
+  CHECK(has(msg([&] { mean(words, dl::tensor<int64_t>({1, 3})); }), "offsets[0] has to be 0"));
+  CHECK(has(msg([&] { mean(words, dl::tensor<int64_t>({0, 9})); }), "at most the input's length 7"));
+  CHECK(has(msg([&] { mean(dl::tensor<int64_t>({0, 25}), dl::tensor<int64_t>({0})); }), "index 25 out of range for 20 embeddings"));
+  CHECK(has(msg([&] { nn::EmbeddingBag(20, 5, {.mode = "median"}); }), "mode has to be one of sum, mean or max"));
+  CHECK(has(msg([&] { nn::EmbeddingBag(20, 5, {.sparse = true}); }), "sparse gradients are not supported by dl yet"));
+  CHECK(has(msg([&] { nn::EmbeddingBag(20, 5, {.scale_grad_by_freq = true, .mode = "max"})(words, offsets); }),
+            "max mode does not support scaling the gradient by the frequency"));
 }

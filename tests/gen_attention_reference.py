@@ -165,6 +165,42 @@ layer_case("transformer", tf, (2, 5, 8), (2, 4, 8), tgt_mask=causal(4), src_key_
 prints.append(("mha_kdim", str(nn.MultiheadAttention(8, 2, kdim=4, vdim=6))))
 ref.put("square_subsequent_mask", nn.Transformer.generate_square_subsequent_mask(4))
 
+
+
+# ---------------------------------------------------------------------------- EmbeddingBag
+def bag_case(name, m, inp_list, offsets=None, psw=None):
+    fill(m, 700)
+    ref.put(f"{name}/sd/weight", m.weight)
+    x = torch.tensor(inp_list, dtype=torch.long)
+    ref.put(f"{name}/input", x)
+    off = torch.tensor(offsets, dtype=torch.long) if offsets is not None else None
+    if off is not None:
+        ref.put(f"{name}/offsets", off)
+    w = None
+    if psw:
+        w = det(x.shape, 5).float().requires_grad_(True)
+    out = m(x, off, per_sample_weights=w)
+    ref.put(f"{name}/out", out)
+    ref.put(f"{name}/weight_after", m.weight)  # max_norm renormalises rows in place
+    if m.scale_grad_by_freq:
+        # PyTorch's CPU embedding_bag divides by the wrong count when indices repeat a different
+        # number of times (pytorch/pytorch#190063, fixed in 2026 by #190264; 1.13 has the bug), so
+        # the reference is the documented rule: the gradient without the flag over each index's count.
+        g, = torch.autograd.grad((nn.functional.embedding_bag(x, m.weight, off, mode=m.mode) * det(out.shape, 999).float()).sum(),
+                                 [m.weight])
+        counts = torch.bincount(x.reshape(-1), minlength=m.weight.shape[0]).clamp(min=1).float()
+        ref.put(f"{name}/g/weight", g / counts.unsqueeze(1))
+        prints.append((name, str(m)))
+        return
+    put_grads(name, m, (out * det(out.shape, 999).float()).sum(), [("psw", w)] if w is not None else [])
+    prints.append((name, str(m)))
+
+
+bag_case("bag_sum_psw", nn.EmbeddingBag(10, 3, mode="sum"), [0, 2, 4, 5, 4, 3, 2, 9], [0, 4], psw=True)
+bag_case("bag_mean_2d_pad", nn.EmbeddingBag(10, 4, mode="mean", padding_idx=2), [[1, 2, 4], [2, 2, 2], [5, 6, 2]])
+bag_case("bag_max_last", nn.EmbeddingBag(10, 3, mode="max", include_last_offset=True), [1, 3, 5, 7, 9, 2], [0, 2, 2, 6])
+bag_case("bag_mean_freq_norm", nn.EmbeddingBag(10, 3, mode="mean", scale_grad_by_freq=True, max_norm=1.0), [1, 1, 3, 4, 1], [0, 3])
+
 ref.save()
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "attention_print.txt"), "w") as f:
     for name, text in prints:
