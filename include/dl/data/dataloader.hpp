@@ -69,11 +69,23 @@ std::optional<WorkerInfo> get_worker_info();
 /// An exception thrown while loading reaches the consumer as dl::Error naming the worker and the
 /// batch (the original exception nested inside); `timeout` turns a stuck worker into a dl::Error;
 /// leaving the loop early stops the workers (each finishes the batch it is loading).
-template <dataset_holder D, class Collate = DefaultCollate>
+template <class D, class Collate = DefaultCollate>
 class DataLoader {
  public:
   using dataset_type = dataset_value_t<D>;
-  using sample_type = sample_t<dataset_type>;
+  // What a dataset needs, one requirement per message (the class takes any type so that a user's
+  // mistake is named by one of these, not by a constraint failure deep in the concept):
+  static_assert(requires(const dataset_type& d) { d.size(); },
+                "DataLoader: the dataset needs `int64_t size() const` (the number of samples, PyTorch's __len__)");
+  static_assert(!requires(const dataset_type& d) { d.size(); } || requires(const dataset_type& d) {
+    { d.size() } -> std::convertible_to<int64_t>;
+  }, "DataLoader: the dataset's size() must return the number of samples as an integer (libtorch's std::optional<size_t> size(): return the count itself)");
+  static_assert(requires(const dataset_type& d, int64_t i) { d.get(i); } || !requires(dataset_type& d, int64_t i) { d.get(i); },
+                "DataLoader: the dataset's get(i) must be const: loader threads call it at once; declare it `Sample get(int64_t i) const` "
+                "(keep per-call state in local variables; randomness from data::sample_generator())");
+  static_assert(requires(dataset_type& d, int64_t i) { d.get(i); },
+                "DataLoader: the dataset needs `Sample get(int64_t i) const` returning sample i (PyTorch's __getitem__)");
+  using sample_type = typename detail::sample_or_int<dataset_type>::type;
   static_assert(std::is_invocable_v<const Collate&, std::vector<sample_type>>,
                 "DataLoader: collate_fn must be callable as collate_fn(std::vector<Sample>) where Sample is the "
                 "dataset's sample type");
@@ -105,7 +117,7 @@ class DataLoader {
 };
 
 /// Input iterator over the batches of one epoch; owns the epoch's workers (destroying it stops them).
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 class DataLoader<D, Collate>::iterator {
  public:
   using value_type = batch_type;
@@ -139,7 +151,7 @@ inline std::optional<WorkerInfo>& worker_info_slot() {
 
 inline std::optional<WorkerInfo> get_worker_info() { return detail::worker_info_slot(); }
 
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 DataLoader<D, Collate>::DataLoader(D dataset, options_type options)
     : dataset_(std::make_shared<const D>(std::move(dataset))),
       collate_(std::make_shared<const Collate>(options.collate_fn)),
@@ -184,7 +196,7 @@ DataLoader<D, Collate>::DataLoader(D dataset, options_type options)
 
 /// The state of one epoch: its batches, the consumer's current batch and, with workers, the
 /// threads and the bounded ring of batches they fill.
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 struct DataLoader<D, Collate>::Epoch {
   /// What the workers share with the consumer; each worker holds it, so that a worker abandoned
   /// after a timeout never touches freed memory.
@@ -230,7 +242,7 @@ struct DataLoader<D, Collate>::Epoch {
   ~Epoch() { stop_workers(); }
 };
 
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 auto DataLoader<D, Collate>::Epoch::Shared::make(int64_t k) const -> batch_type {
   const auto& ds = detail::deref(*dataset);
   const std::vector<int64_t>& idx = batches[size_t(k)];
@@ -250,14 +262,14 @@ auto DataLoader<D, Collate>::Epoch::Shared::make(int64_t k) const -> batch_type 
   return (*collate)(std::move(samples));
 }
 
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 auto DataLoader<D, Collate>::Epoch::Shared::load(int64_t k) const -> batch_type {
   batch_type b = make(k);
   if (pin) detail::pin_batch(b);
   return b;
 }
 
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 void DataLoader<D, Collate>::Epoch::Shared::worker_loop(int id, int num_workers, const std::function<void(int)>& init) {
   detail::worker_info_slot() = WorkerInfo{id, num_workers};
   set_num_threads_in_this_thread(1);  // workers run kernels single-threaded (worker_init_fn may change it)
@@ -318,7 +330,7 @@ namespace detail {
 }
 }  // namespace detail
 
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 void DataLoader<D, Collate>::Epoch::fetch_next() {
   current.reset();  // release the previous batch first: its memory can serve the next one
   const int64_t n = int64_t(shared->batches.size());
@@ -372,7 +384,7 @@ void DataLoader<D, Collate>::Epoch::fetch_next() {
   current = std::move(batch);
 }
 
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 void DataLoader<D, Collate>::Epoch::stop_workers() {
   if (threads.empty()) return;
   {
@@ -387,7 +399,7 @@ void DataLoader<D, Collate>::Epoch::stop_workers() {
   threads.clear();
 }
 
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 auto DataLoader<D, Collate>::begin() -> iterator {
   auto epoch = std::make_shared<Epoch>();
   auto shared = std::make_shared<typename Epoch::Shared>();
@@ -416,7 +428,7 @@ auto DataLoader<D, Collate>::begin() -> iterator {
   return iterator(std::move(epoch));
 }
 
-template <dataset_holder D, class Collate>
+template <class D, class Collate>
 auto DataLoader<D, Collate>::iterator::operator++() -> iterator& {
   epoch_->fetch_next();
   return *this;

@@ -35,6 +35,19 @@ concept dataset = requires(const D& d, int64_t i) {
 template <dataset D>
 using sample_t = std::remove_cvref_t<decltype(std::declval<const D&>().get(int64_t{}))>;
 
+namespace detail {
+/// The sample type of a dataset, or int for a type that is not one (DataLoader's static_asserts then
+/// say what is missing, and nothing else fails on the way).
+template <class D>
+struct sample_or_int {
+  using type = int;
+};
+template <dataset D>
+struct sample_or_int<D> {
+  using type = sample_t<D>;
+};
+}  // namespace detail
+
 /// A dataset that can also load a whole batch at once (PyTorch's __getitems__): get_batch(indices)
 /// must return what default_collate makes of the samples get(indices[0]), get(indices[1]), ...
 /// DataLoader uses it when no custom collate_fn is given.
