@@ -23,6 +23,10 @@ namespace dist = dl::distributed;
 using dl::Tensor;
 
 int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf("usage: mpirun -np N ./ddp_fashion_mnist [dataset dir] [epochs (default 3)] [global batch (default 128)]\n");
+    return 0;
+  }
   const std::string root = argc > 1 ? argv[1] : "/usr/share/datasets/fashion-mnist";
   const int epochs = argc > 2 ? std::atoi(argv[2]) : 3;
   const int64_t global_batch = argc > 3 ? std::atoll(argv[3]) : 128;

@@ -16,6 +16,10 @@ namespace data = dl::data;
 using dl::Tensor;
 
 int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf("usage: fashion_mnist_mlp [dataset dir (default /usr/share/datasets/fashion-mnist)] [epochs (default 3)]\n");
+    return 0;
+  }
   const std::string root = argc > 1 ? argv[1] : "/usr/share/datasets/fashion-mnist";
   const int epochs = argc > 2 ? std::atoi(argv[2]) : 3;
   dl::manual_seed(0);

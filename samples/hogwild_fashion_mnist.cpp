@@ -82,6 +82,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> args;
   bool baseline = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::printf("usage: hogwild_fashion_mnist [threads >= 1] [epochs >= 1] [--baseline] [dataset dir]\n");
+      return 0;
+    }
     if (std::string(argv[i]) == "--baseline") baseline = true;
     else args.emplace_back(argv[i]);
   }

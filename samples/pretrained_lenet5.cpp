@@ -10,9 +10,10 @@
 #include <dl/models.hpp>
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: pretrained_lenet5 WEIGHTS.pth|WEIGHTS.safetensors [data dir]\n");
-    return 2;
+  const bool help = argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  if (argc < 2 || help) {
+    std::fprintf(help ? stdout : stderr, "usage: pretrained_lenet5 WEIGHTS.pth|WEIGHTS.safetensors [data dir]\n");
+    return help ? 0 : 2;
   }
   const std::string root = argc > 2 ? argv[2] : "/usr/share/datasets/fashion-mnist";
   try {
