@@ -18,6 +18,7 @@
 #include <dl/nn/embedding_bag.hpp>
 #include <dl/nn/transformer.hpp>
 
+#include "module_ref.hpp"
 #include "refbin.hpp"
 
 using dl::Shape;
@@ -29,15 +30,7 @@ namespace {
 
 const refbin::File ref("attention_ref.bin");
 
-void load(nn::Module& m, const std::string& name) {
-  std::vector<std::string> keys;
-  for (const auto& [key, t] : m.state_dict()) keys.push_back(key);
-  std::sort(keys.begin(), keys.end());
-  CHECK(keys == ref.keys_with_prefix(name + "/sd/"));
-  dl::StateDict sd;
-  for (const auto& key : keys) sd.insert(key, ref.tensor<float>(name + "/sd/" + key));
-  m.load_state_dict(sd);
-}
+void load(nn::Module& m, const std::string& name) { testutil::load(m, ref, name); }
 
 Tensor<float> input(Shape s, int64_t seed) { return refbin::det<float>(s, seed).requires_grad_(); }
 Tensor<bool> bool_ref(const std::string& key) { return ref.tensor<int64_t>(key) != int64_t(0); }
@@ -57,22 +50,10 @@ void check_param_grads(nn::Module& m, const std::string& name, double tol = 1e-4
   }
 }
 
-template <class F>
-std::string msg(F&& f) {
-  try {
-    f();
-  } catch (const dl::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using testutil::has;
+using testutil::msg;
+using testutil::repr;
 
-std::string repr(nn::Module& m) {
-  std::ostringstream os;
-  os << m;
-  return os.str();
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include <dl/nn.hpp>
 #include <dl/nn/rnn.hpp>
 
+#include "module_ref.hpp"
 #include "refbin.hpp"
 
 using dl::Shape;
@@ -26,15 +27,7 @@ namespace {
 const refbin::File ref("rnn_ref.bin");
 
 /// Loads the case's state dict (the module must have exactly PyTorch's keys).
-void load(nn::Module& m, const std::string& name) {
-  std::vector<std::string> keys;
-  for (const auto& [key, t] : m.state_dict()) keys.push_back(key);
-  std::sort(keys.begin(), keys.end());
-  CHECK(keys == ref.keys_with_prefix(name + "/sd/"));
-  dl::StateDict sd;
-  for (const auto& key : keys) sd.insert(key, ref.tensor<float>(name + "/sd/" + key));
-  m.load_state_dict(sd);
-}
+void load(nn::Module& m, const std::string& name) { testutil::load(m, ref, name); }
 
 Tensor<float> det_input(Shape s, int64_t seed) { return refbin::det<float>(s, seed).requires_grad_(); }
 
@@ -85,24 +78,10 @@ void check_lstm(const std::string& name, nn::LSTM& m, Shape x_shape, Shape h0_sh
   check_grads(m, name, x, h0, c0);
 }
 
-/// The message of the dl::Error that f throws ("(no error)" when it throws none).
-template <class F>
-std::string msg(F&& f) {
-  try {
-    f();
-  } catch (const dl::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using testutil::has;
+using testutil::msg;
+using testutil::repr;
 
-template <class M>
-std::string repr(M& m) {
-  std::ostringstream os;
-  os << m;
-  return os.str();
-}
 
 }  // namespace
 
