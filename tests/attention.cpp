@@ -52,7 +52,7 @@ void check_param_grads(nn::Module& m, const std::string& name, double tol = 1e-4
 
 using testutil::has;
 using testutil::msg;
-using testutil::repr;
+using testutil::printed;
 
 
 }  // namespace
@@ -210,7 +210,7 @@ TEST_CASE("MultiheadAttention: PyTorch's parameter names, initialisation and pri
   CHECK(names == std::vector<std::string>{"q_proj_weight:[8, 8]", "k_proj_weight:[8, 4]", "v_proj_weight:[8, 6]", "in_proj_bias:[24]",
                                           "out_proj.weight:[8, 8]", "out_proj.bias:[8]"});
   const auto prints = refbin::sections("attention_print.txt");
-  CHECK(repr(kv) == prints.at("mha_kdim"));
+  CHECK(printed(kv) == prints.at("mha_kdim"));
 }
 
 namespace {
@@ -229,7 +229,7 @@ void check_layer(nn::Module& m, const std::string& name, const Tensor<float>& sr
   if (mem.defined()) ref.check(mem.grad(), name + "/gmem", 1e-4);
   check_param_grads(m, name);
   const auto prints = refbin::sections("attention_print.txt");
-  CHECK(repr(m) == prints.at(name));
+  CHECK(printed(m) == prints.at(name));
 }
 }  // namespace
 
@@ -374,7 +374,7 @@ TEST_CASE("EmbeddingBag matches PyTorch: sum with per_sample_weights, mean over 
     backward(out);
     check_param_grads(m, c.name, 1e-5);
     if (psw.defined()) ref.check(psw.grad(), c.name + "/gpsw", 1e-5);
-    CHECK(repr(m) == prints.at(c.name));
+    CHECK(printed(m) == prints.at(c.name));
   }
 }
 

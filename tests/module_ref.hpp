@@ -37,7 +37,7 @@ std::string msg(F&& f) {
 }
 inline bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-inline std::string repr(dl::nn::Module& m) {
+inline std::string printed(dl::nn::Module& m) {
   std::ostringstream os;
   os << m;
   return os.str();

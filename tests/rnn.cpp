@@ -80,7 +80,7 @@ void check_lstm(const std::string& name, nn::LSTM& m, Shape x_shape, Shape h0_sh
 
 using testutil::has;
 using testutil::msg;
-using testutil::repr;
+using testutil::printed;
 
 
 }  // namespace
@@ -151,13 +151,13 @@ TEST_CASE("PyTorch's parameter names, shapes, printouts and initialisation range
                      "weight_hh_l1_reverse:[80, 5]", "bias_ih_l1_reverse:[80]", "bias_hh_l1_reverse:[80]",
                      "weight_hr_l1_reverse:[5, 20]"});
   for (auto& p : lstm.parameters()) CHECK(dl::abs(p).max().item() <= 1.0f / std::sqrt(20.0f));
-  CHECK(repr(lstm) == "LSTM(10, 20, proj_size=5, num_layers=2, bidirectional=True)");
+  CHECK(printed(lstm) == "LSTM(10, 20, proj_size=5, num_layers=2, bidirectional=True)");
   nn::RNN rnn(3, 4, {.num_layers = 2, .nonlinearity = "relu", .bias = false, .batch_first = true, .dropout = 0.5, .bidirectional = true});
-  CHECK(repr(rnn) == "RNN(3, 4, num_layers=2, bias=False, batch_first=True, dropout=0.5, bidirectional=True)");
+  CHECK(printed(rnn) == "RNN(3, 4, num_layers=2, bias=False, batch_first=True, dropout=0.5, bidirectional=True)");
   nn::RNNCell cell(3, 4, false, "relu");
-  CHECK(repr(cell) == "RNNCell(3, 4, bias=False, nonlinearity=relu)");
+  CHECK(printed(cell) == "RNNCell(3, 4, bias=False, nonlinearity=relu)");
   nn::GRU gru(3, 4);
-  CHECK(repr(gru) == "GRU(3, 4)");
+  CHECK(printed(gru) == "GRU(3, 4)");
   gru.flatten_parameters();  // accepted
   // shapes: output [T, B, D*H], h_n [L*D, B, H]
   auto [out, state] = lstm(dl::randn<float>({6, 2, 10}));
