@@ -192,8 +192,8 @@ TEST_CASE("run-time registration of parameters, buffers and modules") {
   auto w = m.register_parameter("w", dl::ones({2}));
   CHECK(w.requires_grad());
   m.register_buffer("steps", dl::zeros<int64_t>({}));
-  auto& lin = m.register_module("proj", nn::Linear(2, 3));
-  CHECK(lin.out_features == 3);
+  auto lin = m.register_module("proj", nn::Linear(2, 3));
+  CHECK(lin->out_features == 3);
   std::vector<std::string> keys = m.state_dict().keys();
   CHECK(keys == std::vector<std::string>{"w", "steps", "proj.weight", "proj.bias"});
   CHECK_THROWS_WITH_AS(m.register_parameter("w", dl::ones({1})), doctest::Contains("attribute 'w' already exists"), dl::Error);
@@ -201,6 +201,16 @@ TEST_CASE("run-time registration of parameters, buffers and modules") {
   Tensor<float> leaf = dl::ones({2}).requires_grad_();
   CHECK_THROWS_WITH_AS(m.register_parameter("nl", Tensor<float>(leaf * 2.0f)), doctest::Contains("not a leaf"), dl::Error);
   CHECK_THROWS_WITH_AS(m.parameters<double>(), doctest::Contains("parameter w is float32"), dl::Error);
+  // The module registered is the one the caller holds: eval() and to() reach it.
+  auto drop = std::make_shared<nn::Dropout>(0.5);
+  auto same = m.register_module("drop", drop);
+  CHECK(same.get() == drop.get());
+  m.eval();
+  CHECK(!lin->is_training());
+  CHECK(!drop->is_training());
+  m.train();
+  CHECK(drop->is_training());
+  CHECK_THROWS_WITH_AS(m.register_module("nothing", std::shared_ptr<nn::Linear<>>{}), doctest::Contains("module 'nothing' is null"), dl::Error);
 }
 
 // ------------------------------------------------------------------------------ Hogwild replicas

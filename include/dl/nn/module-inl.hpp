@@ -294,11 +294,10 @@ DL_API void Module::check_new_name(const std::string& name, const char* what) {
   DL_CHECK(!taken, "attribute '", name, "' already exists in ", type_name());
 }
 
-DL_API Module& Module::register_module(const std::string& name, std::shared_ptr<Module> module) {
+DL_API void Module::register_module_(const std::string& name, std::shared_ptr<Module> module) {
   check_new_name(name, "module");
   DL_CHECK(module, "register_module: module '", name, "' is null");
   children_.emplace_back(name, std::move(module));
-  return *children_.back().second;
 }
 }  // namespace dl::nn
 

@@ -117,6 +117,29 @@ class HookHandle {
   int64_t id_ = -1;
 };
 
+namespace detail {
+template <class M>
+inline constexpr bool always_false_v = false;
+}  // namespace detail
+
+/// What register_module returns: a shared pointer to the module this module now owns. It does not
+/// convert to a module reference, so `member = register_module("m", ...)` (which would copy the
+/// module and leave the member out of eval(), to() and hooks) does not compile.
+template <class M>
+class Registered : public std::shared_ptr<M> {
+ public:
+  using std::shared_ptr<M>::shared_ptr;
+  explicit Registered(std::shared_ptr<M> p) : std::shared_ptr<M>(std::move(p)) {}
+  template <class U>
+  operator U&() const {
+    static_assert(detail::always_false_v<U>,
+                  "register_module returns a shared pointer to the module it now owns; assigning it to a module member "
+                  "would copy it (eval() would not reach the member): list the member in DL_MODULE, or hold it as "
+                  "std::shared_ptr<M> / use `*register_module(...)`");
+    return *this->get();
+  }
+};
+
 /// What load_state_dict found (PyTorch's IncompatibleKeys).
 struct LoadResult {
   std::vector<std::string> missing_keys;
@@ -195,11 +218,20 @@ class Module {
   Tensor<T> register_parameter(const std::string& name, Tensor<T> t, bool requires_grad = true);
   template <scalar_type T>
   Tensor<T> register_buffer(const std::string& name, Tensor<T> t);
-  /// Adds a submodule (moved in) and returns a reference to it.
+  /// Adds a submodule, moved in and owned by this module, and returns a shared pointer to it
+  /// (libtorch returns its holder): `auto proj = register_module("proj", nn::Linear(2, 3));`.
+  /// An lvalue (a member) is refused at compile time: registering would copy it, and eval() or
+  /// to() would then reach the copy, not the member. List members in DL_MODULE instead.
   template <class M>
     requires std::derived_from<std::remove_cvref_t<M>, Module>
-  std::remove_cvref_t<M>& register_module(const std::string& name, M&& module);
-  Module& register_module(const std::string& name, std::shared_ptr<Module> module);
+  Registered<std::remove_cvref_t<M>> register_module(const std::string& name, M&& module);
+  /// Adds a submodule shared with the caller (the caller's pointer reaches the same module).
+  template <class M>
+    requires std::derived_from<M, Module>
+  Registered<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    register_module_(name, module);
+    return Registered<M>(std::move(module));
+  }
 
   // ------------------------------------------------------------------------ for implementers
   /// Visits this module's own members: DL_MODULE's, DL_BUFFERS', then the run-time registered.
@@ -220,6 +252,7 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 
   void check_new_name(const std::string& name, const char* what);
+  DL_API void register_module_(const std::string& name, std::shared_ptr<Module> module);
   template <class F>
   void walk(const std::string& prefix, bool recurse, F&& f);
 };
@@ -475,11 +508,15 @@ Tensor<T> Module::register_buffer(const std::string& name, Tensor<T> t) {
 
 template <class M>
   requires std::derived_from<std::remove_cvref_t<M>, Module>
-std::remove_cvref_t<M>& Module::register_module(const std::string& name, M&& module) {
+Registered<std::remove_cvref_t<M>> Module::register_module(const std::string& name, M&& module) {
+  static_assert(!std::is_lvalue_reference_v<M>,
+                "register_module(name, member) would register a copy of the member (eval(), train() and to() would not "
+                "reach it): list the member in DL_MODULE(Net, ..., member), or move a module in: "
+                "register_module(name, std::move(m)), or share one: register_module(name, std::make_shared<M>(...))");
   using D = std::remove_cvref_t<M>;
-  auto p = std::make_shared<D>(std::forward<M>(module));
-  register_module(name, std::shared_ptr<Module>(p));
-  return *p;
+  auto p = std::make_shared<D>(std::move(module));
+  register_module_(name, p);
+  return Registered<D>(std::move(p));
 }
 
 namespace detail {
