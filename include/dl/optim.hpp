@@ -23,3 +23,4 @@
 #include "optim/rmsprop.hpp"
 #include "optim/rprop.hpp"
 #include "optim/sgd.hpp"
+#include "optim/sparse_adam.hpp"

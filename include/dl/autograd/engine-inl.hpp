@@ -54,6 +54,10 @@ DL_API std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPt
   for (const auto& hook : m.hooks)
     if (TensorImplPtr r = hook(g)) g = std::move(r);
   std::unique_lock lock(m.mutex);
+  if (m.sparse_grad) {  // a dense gradient meets a sparse one: the sum is dense (PyTorch's rule)
+    m.grad = m.sparse_grad->to_dense(*m.sparse_grad);
+    m.sparse_grad.reset();
+  }
   if (!m.grad) {
     m.grad = detail::owned_grad(std::move(g));
   } else if (is_grad_enabled()) {
@@ -168,10 +172,17 @@ DL_API std::vector<TensorImplPtr> run_graph(const std::vector<Edge>& roots, std:
   {
     const bool prev = is_grad_enabled();
     set_grad_enabled(create_graph);
+    bool& sparse = detail::sparse_grads_allowed();
+    const bool prev_sparse = sparse;
+    sparse = !captures && !create_graph;
     struct Restore {
-      bool prev;
-      ~Restore() { set_grad_enabled(prev); }
-    } restore{prev};
+      bool prev, prev_sparse;
+      bool& sparse;
+      ~Restore() {
+        set_grad_enabled(prev);
+        sparse = prev_sparse;
+      }
+    } restore{prev, prev_sparse, sparse};
 
     while (!ready.empty()) {
       std::shared_ptr<Node> node = ready.top();

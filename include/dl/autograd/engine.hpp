@@ -22,6 +22,14 @@ namespace dl {
 namespace autograd {
 namespace detail {
 
+/// Whether the backward pass running on this thread may leave sparse gradients in leaves: a pass
+/// that accumulates (backward()), not autograd::grad (which returns dense gradients) nor one that
+/// records a graph of the gradients (create_graph).
+inline bool& sparse_grads_allowed() {
+  thread_local bool allowed = false;
+  return allowed;
+}
+
 /// a + b (a new tensor; recorded when grad mode is on, i.e. under create_graph).
 inline TensorImplPtr add_grads(const TensorImplPtr& a, const TensorImplPtr& b) {
   return grad_ops(a->dtype).add(a, b);

@@ -87,11 +87,22 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks_, last_hooks_;
 };
 
+/// A sparse COO gradient (nn::Embedding with sparse = true), kept instead of a dense one: indices
+/// [sparse_dim, nnz] int64, values [nnz, dense sizes...], the dense size; dl::SparseTensor<T> is its
+/// typed view (dl/ops/sparse.hpp), and to_dense makes the dense gradient when a dense one meets it.
+struct SparseGrad {
+  TensorImplPtr indices, values;
+  Shape size;
+  bool coalesced = false;
+  TensorImplPtr (*to_dense)(const SparseGrad&) = nullptr;
+};
+
 /// The autograd slot of a tensor.
 struct AutogradMeta {
   bool requires_grad = false;        // set on leaves by requires_grad_()
   bool retains_grad = false;
   TensorImplPtr grad;                // accumulated gradient (leaves, or retain_grad)
+  std::shared_ptr<SparseGrad> sparse_grad;  // or a sparse one (then grad is null)
   std::shared_ptr<Node> grad_fn;     // producer; null for leaves
   uint32_t output_nr = 0;
   uint32_t view_version = 0;         // views: storage version when grad_fn was derived

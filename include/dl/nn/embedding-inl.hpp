@@ -9,10 +9,9 @@ namespace dl::nn {
 
 DL_API Embedding<>::Embedding(int64_t num_embeddings, int64_t embedding_dim, const EmbeddingOptions& o)
     : num_embeddings(num_embeddings), embedding_dim(embedding_dim), padding_idx(o.padding_idx), max_norm(o.max_norm),
-      norm_type(o.norm_type), scale_grad_by_freq(o.scale_grad_by_freq) {
+      norm_type(o.norm_type), scale_grad_by_freq(o.scale_grad_by_freq), sparse(o.sparse) {
   DL_CHECK(num_embeddings > 0 && embedding_dim > 0, "Embedding: num_embeddings and embedding_dim must be positive, got ",
            num_embeddings, " and ", embedding_dim);
-  DL_CHECK(!o.sparse, "Embedding: sparse gradients are not supported by dl (sparse must be false)");
   if (padding_idx) {
     DL_CHECK(*padding_idx < num_embeddings && *padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings (got ",
              *padding_idx, " for ", num_embeddings, " embeddings)");
@@ -47,6 +46,7 @@ DL_API std::string Embedding<>::extra_repr() const {
   if (max_norm) s += ", max_norm=" + detail::py_float(*max_norm);
   if (norm_type != 2) s += ", norm_type=" + detail::py_float(norm_type);
   if (scale_grad_by_freq) s += ", scale_grad_by_freq=True";
+  if (sparse) s += ", sparse=True";
   return s;
 }
 

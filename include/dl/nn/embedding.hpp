@@ -19,7 +19,7 @@ struct EmbeddingOptions {
   std::optional<double> max_norm = std::nullopt;      ///< looked-up rows are renormalised to at most this norm
   double norm_type = 2.0;
   bool scale_grad_by_freq = false;
-  bool sparse = false;  ///< sparse gradients are not supported by dl: must stay false
+  bool sparse = false;  ///< weight's gradient is a SparseTensor of the looked-up rows (optim::SparseAdam, SGD, Adagrad)
 };
 
 template <int64_t NumEmbeddings = dynamic, int64_t EmbeddingDim = dynamic>
@@ -40,10 +40,11 @@ class Embedding<dynamic, dynamic> : public Module {
   std::optional<double> max_norm;
   double norm_type;
   bool scale_grad_by_freq;
+  bool sparse;
 
   /// input: indices of any shape; output: input.shape + [embedding_dim].
   Tensor<float> forward(const Tensor<int64_t>& input) {
-    return functional::embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq);
+    return functional::embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse);
   }
   void reset_parameters();
   int64_t output_size() const { return embedding_dim; }

@@ -136,7 +136,9 @@ DL_API void Module::zero_grad(bool set_to_none) {
     detail::FnVisitor v(
         [&](const std::string&, const detail::TensorSlot& s) {
           const TensorImplPtr p = s.get().impl();  // a copy: s.get() is a temporary
-          if (!p->autograd || !p->autograd->grad) return;
+          if (!p->autograd) return;
+          p->autograd->sparse_grad.reset();  // a sparse gradient becomes none either way
+          if (!p->autograd->grad) return;
           if (set_to_none) p->autograd->grad = nullptr;
           else dl::detail::zero_bytes(*p->autograd->grad);
         },

@@ -69,6 +69,7 @@ void Adadelta<T>::validate(const AdadeltaOptions& o) {
 
 template <scalar_type T>
 void Adadelta<T>::step() {
+  this->check_dense_grads_();
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Adadelta.step");
   using Rule = detail::AdadeltaRule<T>;
   detail::step_param_groups<T, 2, Rule>(

@@ -71,6 +71,30 @@ template <scalar_type T>
 void Adagrad<T>::step() {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Adagrad.step");
   using Rule = detail::AdagradRule<T>;
+  for (auto& group : this->param_groups()) {  // sparse gradients: only the rows present (PyTorch's rule)
+    const AdagradOptions& o = group.options;
+    for (auto& p : group.params) {
+      if (!p.grad_is_sparse()) continue;
+      DL_CHECK(o.weight_decay == 0, "weight_decay option is not compatible with sparse gradients");
+      NoGradGuard no_grad;
+      auto& st = this->state(p);
+      if (!st.sum.defined()) st.sum = full<T>(p.shape(), o.initial_accumulator_value);
+      st.step += 1;
+      const T clr = T(o.lr / (1 + (st.step - 1) * o.lr_decay)), eps = T(o.eps);
+      const auto rows = detail::sparse_rows(p, true, o.maximize);
+      T* w = p.data();
+      T* sum = st.sum.data();
+      const T* v = rows.values.data();
+      for (size_t k = 0; k < rows.row_at.size(); ++k)
+        for (int64_t j = 0; j < rows.R; ++j) {
+          const int64_t at = rows.row_at[k] + j;
+          const T g = v[int64_t(k) * rows.R + j];
+          sum[at] += g * g;
+          w[at] -= clr * (g / (std::sqrt(sum[at]) + eps));
+        }
+      p.bump_version();
+    }
+  }
   detail::step_param_groups<T, 1, Rule>(
       this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); },
       [](const AdagradOptions& o, const Tensor<T>& p, AdagradState<T>& st, Tensor<T>& target, Tensor<T>& g) {

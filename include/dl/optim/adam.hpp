@@ -129,6 +129,7 @@ void Adam<T>::validate(const AdamOptions& o) {
 
 template <scalar_type T>
 void Adam<T>::step() {
+  this->check_dense_grads_(", please consider SparseAdam instead");
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Adam.step");
   detail::adam_step<T, AdamOptions>(this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); }, false);
 }

@@ -64,6 +64,7 @@ void Adamax<T>::validate(const AdamaxOptions& o) {
 
 template <scalar_type T>
 void Adamax<T>::step() {
+  this->check_dense_grads_();
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Adamax.step");
   using Rule = detail::AdamaxRule<T>;
   detail::step_param_groups<T, 2, Rule>(

@@ -34,6 +34,7 @@ void AdamW<T>::validate(const AdamWOptions& o) {
 
 template <scalar_type T>
 void AdamW<T>::step() {
+  this->check_dense_grads_();
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#AdamW.step");
   detail::adam_step<T, AdamWOptions>(this->param_groups(), [this](const Tensor<T>& p) -> auto& { return this->state(p); }, true);
 }

@@ -67,6 +67,7 @@ void ASGD<T>::validate(const ASGDOptions& o) {
 
 template <scalar_type T>
 void ASGD<T>::step() {
+  this->check_dense_grads_();
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#ASGD.step");
   using Rule = detail::ASGDRule<T>;
   detail::step_param_groups<T, 1, Rule>(

@@ -18,6 +18,7 @@
 #include "../config.hpp"
 #include "../expr/simd.hpp"
 #include "../parallel.hpp"
+#include "../ops/sparse.hpp"
 #include "../tensor.hpp"
 
 namespace dl::optim {
@@ -153,13 +154,38 @@ void step_param_groups(Groups& groups, StateOf&& state_of, Make&& make) {
     StepBatch<T> batch;
     std::vector<StepItem<T, K, Rule>> items;
     for (auto& p : group.params) {
-      if (!p.grad().defined()) continue;
+      if (p.grad_is_sparse() || !p.grad().defined()) continue;  // sparse: stepped by the algorithm (or refused)
       auto [target, g] = batch.add(p, group.options.maximize);
       items.push_back(make(group.options, p, state_of(p), target, g));
     }
     fused_step(items);
     batch.finish();
   }
+}
+
+/// A parameter and its sparse gradient seen row by row: row k of the gradient's values (R
+/// elements) belongs at element offset row_at[k] of the parameter's data (contiguous).
+template <class T>
+struct SparseRows {
+  std::vector<int64_t> row_at;
+  Tensor<T> values;  // [nnz, ...], contiguous
+  int64_t R = 0;
+};
+/// p's sparse gradient, coalesced when `coalesce` (SparseAdam and Adagrad; SGD adds every entry).
+template <class T>
+SparseRows<T> sparse_rows(const Tensor<T>& p, bool coalesce, bool maximize) {
+  DL_CHECK(p.device().is_cpu() && p.is_contiguous(), "optimizer step: a parameter with a sparse gradient must be a contiguous CPU tensor (got shape ",
+           p.shape(), ")");
+  SparseTensor<T> g = p.sparse_grad();
+  if (coalesce) g = g.coalesce();
+  SparseRows<T> out;
+  out.values = g._values().contiguous();
+  if (maximize) out.values = Tensor<T>(-out.values);
+  const int64_t nnz = g._nnz();
+  out.R = nnz ? out.values.numel() / nnz : 0;
+  out.row_at = dl::detail::sparse_linear_index(g._indices(), g.shape());
+  for (auto& r : out.row_at) r *= out.R;
+  return out;
 }
 
 }  // namespace detail

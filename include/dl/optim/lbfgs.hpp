@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "../ops/sparse.hpp"
 #include "../tensor.hpp"
 #include "optimizer.hpp"
 
@@ -130,7 +131,7 @@ template <scalar_type T>
 typename LBFGS<T>::Vec LBFGS<T>::flat_grad() const {
   Vec out;
   for (const auto& p : this->param_groups()[0].params) {
-    const Tensor<T> g = p.grad();
+    const Tensor<T> g = p.grad_is_sparse() ? p.sparse_grad().to_dense() : p.grad();  // PyTorch's _gather_flat_grad
     if (!g.defined()) {
       out.insert(out.end(), size_t(p.numel()), T(0));
     } else {

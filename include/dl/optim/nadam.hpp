@@ -70,6 +70,7 @@ void NAdam<T>::validate(const NAdamOptions& o) {
 
 template <scalar_type T>
 void NAdam<T>::step() {
+  this->check_dense_grads_();
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#NAdam.step");
   using Rule = detail::NAdamRule<T>;
   detail::step_param_groups<T, 2, Rule>(

@@ -183,6 +183,13 @@ class OptimizerBase : public Optimizer {
   DL_API void load_state_dict(const StateDict& sd) override;
 
  protected:
+  /// PyTorch's error for an algorithm that takes dense gradients only, when a parameter's gradient
+  /// is sparse (nn::Embedding with sparse = true); `hint` follows the message.
+  void check_dense_grads_(const char* hint = "") const {
+    for (const auto& g : groups_)
+      for (const auto& p : g.params)
+        DL_CHECK(!p.grad_is_sparse(), this->name(), " does not support sparse gradients", hint);
+  }
   const ParamGroup& group(size_t g) const;
   ParamGroup& group(size_t g) { return const_cast<ParamGroup&>(std::as_const(*this).group(g)); }
 
@@ -299,6 +306,10 @@ void OptimizerBase<Derived, T, O, G, S>::zero_grad(bool set_to_none) {
   });
   for (auto& g : groups_)
     for (auto& p : g.params) {
+      if (p.grad_is_sparse()) {  // none either way
+        p.mutable_grad() = Tensor<T>();
+        continue;
+      }
       if (!p.grad().defined()) continue;
       if (set_to_none) {
         p.mutable_grad() = Tensor<T>();

@@ -68,6 +68,7 @@ void RAdam<T>::validate(const RAdamOptions& o) {
 
 template <scalar_type T>
 void RAdam<T>::step() {
+  this->check_dense_grads_();
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#RAdam.step");
   using Rule = detail::RAdamRule<T>;
   detail::step_param_groups<T, 2, Rule>(

@@ -113,6 +113,7 @@ void RMSprop<T>::validate(const RMSpropOptions& o) {
 
 template <scalar_type T>
 void RMSprop<T>::step() {
+  this->check_dense_grads_();
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#RMSprop.step");
   NoGradGuard no_grad;
   auto state_of = [this](const Tensor<T>& p) -> auto& { return this->state(p); };

@@ -70,6 +70,7 @@ void Rprop<T>::validate(const RpropOptions& o) {
 
 template <scalar_type T>
 void Rprop<T>::step() {
+  this->check_dense_grads_();
   const ::dl::profiler::detail::RecordScope dl_profile_scope_(::dl::profiler::detail::EventKind::optimizer, "Optimizer.step#Rprop.step");
   using Rule = detail::RpropRule<T>;
   detail::step_param_groups<T, 2, Rule>(

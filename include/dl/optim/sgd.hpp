@@ -76,6 +76,18 @@ void SGD<T>::step() {
     std::vector<detail::StepItem<T, 0, detail::SGDRule<T, 0>>> plain;
     std::vector<detail::StepItem<T, 1, detail::SGDRule<T, 1>>> with_momentum;
     for (auto& p : group.params) {
+      if (p.grad_is_sparse()) {  // p -= lr * g, entry by entry (PyTorch's sparse SGD)
+        DL_CHECK(o.momentum == 0 && o.weight_decay == 0,
+                 "SGD: a sparse gradient (nn::Embedding with sparse = true) takes neither momentum nor weight_decay");
+        const auto rows = detail::sparse_rows(p, false, o.maximize);
+        T* w = p.data();
+        const T* v = rows.values.data();
+        const T lr = T(o.lr);
+        for (size_t k = 0; k < rows.row_at.size(); ++k)
+          for (int64_t j = 0; j < rows.R; ++j) w[rows.row_at[k] + j] -= lr * v[int64_t(k) * rows.R + j];
+        p.bump_version();
+        continue;
+      }
       if (!p.grad().defined()) continue;
       auto [target, g] = batch.add(p, o.maximize);
       if (o.momentum == 0) {

@@ -20,7 +20,9 @@ class GradSlot {
     if (g.defined())
       DL_CHECK(g.shape() == owner_->shape, "assigned grad has data of a different size: grad shape ", g.shape(),
                " but the tensor has shape ", owner_->shape);
-    autograd::detail::meta(owner_).grad = g.impl();
+    auto& m = autograd::detail::meta(owner_);
+    m.grad = g.impl();
+    m.sparse_grad.reset();
     return *this;
   }
   Tensor<T> get() const { return owner_->autograd ? Tensor<T>(owner_->autograd->grad) : Tensor<T>(); }
@@ -51,7 +53,10 @@ bool Tensor<T>::requires_grad() const {
 }
 template <scalar_type T>
 Tensor<T> Tensor<T>::grad() const {
-  return impl_->autograd ? Tensor<T>(impl_->autograd->grad) : Tensor<T>();
+  if (!impl_->autograd) return Tensor<T>();
+  DL_CHECK(!impl_->autograd->sparse_grad, "grad(): this tensor's gradient is sparse (an nn::Embedding with sparse = true); "
+           "read it with sparse_grad() (.to_dense() for a dense copy), and step it with optim::SparseAdam, SGD or Adagrad");
+  return Tensor<T>(impl_->autograd->grad);
 }
 template <scalar_type T>
 GradSlot<T> Tensor<T>::mutable_grad() const {

@@ -28,6 +28,8 @@ template <scalar_type T>
 class GradSlot;  // assignable gradient slot (autograd/engine.hpp)
 template <class T>
 struct MaxResult;  // (values, indices) of max/min/sort/topk... (expr/reduce.hpp)
+template <scalar_type T>
+class SparseTensor;  // a sparse COO tensor (ops/sparse.hpp)
 
 template <scalar_type T = float>
 class Tensor : public expr::ExprBase<Tensor<T>> {
@@ -255,8 +257,13 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   /// Marks a leaf as trainable (gradients are accumulated into grad()).
   Tensor& requires_grad_(bool requires_grad = true);
   bool requires_grad() const;
-  /// The accumulated gradient; undefined until a backward pass reaches this tensor.
+  /// The accumulated gradient; undefined until a backward pass reaches this tensor. Throws when
+  /// the gradient is sparse (nn::Embedding with sparse = true): read that one with sparse_grad().
   Tensor grad() const;
+  /// Whether the accumulated gradient is sparse (PyTorch's `p.grad.is_sparse`).
+  bool grad_is_sparse() const { return impl_ && impl_->autograd && impl_->autograd->sparse_grad; }
+  /// The sparse gradient (a COO SparseTensor; dl/ops/sparse.hpp); throws when it is dense or none.
+  SparseTensor<T> sparse_grad() const;
   /// Assignable gradient slot: `t.mutable_grad() = dl::Tensor<float>{}` is PyTorch's `t.grad = None`.
   GradSlot<T> mutable_grad() const;
   /// True for tensors not produced by a recorded op (user-created tensors, detached results).

@@ -9,6 +9,7 @@
 
 #include "../../config.hpp"
 #include "../../ops/embedding.hpp"
+#include "../../ops/sparse.hpp"
 #include "../../tensor.hpp"
 
 namespace dl::nn::functional {
@@ -20,9 +21,13 @@ namespace dl::nn::functional {
 /// the row padding_idx gets none (a negative padding_idx counts from the end). With max_norm,
 /// the looked-up rows whose norm_type-norm exceeds max_norm are scaled down to it in place
 /// (without gradient) first. scale_grad_by_freq divides each row's gradient by its count in input.
+/// sparse: a backward() leaves weight a sparse gradient (p.sparse_grad(): one row per looked-up
+/// index, padding_idx left out, uncoalesced as PyTorch's) instead of a dense [V, D] one; for a weight
+/// that is not a leaf, and in autograd::grad or create_graph passes, the gradient stays dense.
 template <class T>
 Tensor<T> embedding(const Tensor<int64_t>& input, const Tensor<T>& weight, std::optional<int64_t> padding_idx = {},
-                    std::optional<double> max_norm = {}, double norm_type = 2.0, bool scale_grad_by_freq = false);
+                    std::optional<double> max_norm = {}, double norm_type = 2.0, bool scale_grad_by_freq = false,
+                    bool sparse = false);
 
 /// One-hot encoding of class indices: shape input.shape + [num_classes], int64 zeros and ones;
 /// num_classes = -1 takes max(input) + 1.
@@ -67,11 +72,37 @@ void embedding_renorm(const Tensor<T>& weight, const Tensor<int64_t>& index, dou
   if (changed) weight.bump_version();
 }
 
+/// embedding's sparse gradient: one row of g per index that is not pad (times scale), added to the
+/// leaf weight's gradient.
+template <class T>
+void accumulate_sparse_embedding_grad(const TensorImplPtr& weight, const Tensor<T>& g, const Tensor<int64_t>& index, int64_t V,
+                                      int64_t pad, const Tensor<T>& scale) {
+  const int64_t n = index.numel();
+  const Tensor<T> rows = g.contiguous().reshape({n, -1});
+  const int64_t D = rows.size(1);
+  const int64_t* idx = index.data();
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) kept += idx[i] != pad;
+  Tensor<int64_t> indices = empty<int64_t>({1, kept});
+  Tensor<T> values = empty<T>({kept, D});
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (idx[i] == pad) continue;
+    indices.data()[k] = idx[i];
+    const T s = scale.defined() ? scale.data()[i] : T(1);
+    const T* src = rows.data() + i * D;
+    T* dst = values.data() + k * D;
+    for (int64_t j = 0; j < D; ++j) dst[j] = src[j] * s;
+    ++k;
+  }
+  dl::detail::accumulate_sparse_grad(weight, SparseTensor<T>(indices, values, {V, D}, false));
+}
+
 }  // namespace detail
 
 template <class T>
 Tensor<T> embedding(const Tensor<int64_t>& input, const Tensor<T>& weight, std::optional<int64_t> padding_idx,
-                    std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
+                    std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq, bool sparse) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::embedding", weight, input);
   static_assert(floating_scalar<T>, "embedding: the weight must be a floating tensor");
   DL_CHECK(weight.dim() == 2, "'weight' must be 2-D (got weight of size ", weight.shape(), ")");
@@ -94,6 +125,7 @@ Tensor<T> embedding(const Tensor<int64_t>& input, const Tensor<T>& weight, std::
   out_shape.push_back(D);
   Tensor<T> out = dl::detail::gather_rows_raw(weight, index, -1, Tensor<T>());
   if (autograd::any_requires_grad(weight)) {
+    DL_CHECK(!(sparse && scale_grad_by_freq), "embedding_backward: scale_grad_by_freq not supported with sparse gradients");
     Tensor<T> scale;
     if (scale_grad_by_freq) {
       std::vector<int64_t> count(size_t(V), 0);
@@ -101,8 +133,14 @@ Tensor<T> embedding(const Tensor<int64_t>& input, const Tensor<T>& weight, std::
       scale = empty<T>({index.numel()});
       for (int64_t i = 0; i < index.numel(); ++i) scale.data()[i] = T(1) / T(count[size_t(index.data()[i])]);
     }
+    // A sparse gradient goes straight into the leaf's slot; the edge to it carries nothing then.
+    TensorImplPtr leaf = sparse && weight.is_leaf() ? weight.impl() : nullptr;
     out = dl::detail::record_kernel(out, "EmbeddingBackward", {}, {index.impl()},
-                                    [index, V, pad, scale](const Tensor<T>& g, const std::vector<Tensor<T>>&, const std::vector<bool>&) {
+                                    [index, V, pad, scale, leaf](const Tensor<T>& g, const std::vector<Tensor<T>>&, const std::vector<bool>&) {
+                                      if (leaf && autograd::detail::sparse_grads_allowed()) {
+                                        detail::accumulate_sparse_embedding_grad(leaf, g, index, V, pad, scale);
+                                        return std::vector<TensorImplPtr>{nullptr};
+                                      }
                                       return std::vector<TensorImplPtr>{dl::detail::scatter_rows_op(g, index, V, pad, scale).impl()};
                                     },
                                     weight);
@@ -116,7 +154,7 @@ DL_API Tensor<int64_t> one_hot(const Tensor<int64_t>& input, int64_t num_classes
 
 // Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::functional::embedding(const dl::Tensor<int64_t>&, const dl::Tensor<float>&, std::optional<int64_t>,
-                                                         std::optional<double>, double, bool))
+                                                         std::optional<double>, double, bool, bool))
 
 #if DL_HEADER_ONLY
 #include "sparse-inl.hpp"
