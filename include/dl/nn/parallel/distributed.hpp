@@ -185,6 +185,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     Param& p = params_[i];
     auto& m = autograd::detail::meta(p.tensor.impl());
     TensorImplPtr s = slot(i);
+    if (m.sparse_grad) {  // an Embedding(sparse = true): averaged as a dense gradient
+      m.grad = m.sparse_grad->to_dense(*m.sparse_grad);
+      m.sparse_grad.reset();
+    }
     if (m.grad && m.grad->storage == s->storage && m.grad->offset == s->offset) return;  // already a view of the bucket
     if (m.grad) dl::detail::copy_bytes(*s, *m.grad);
     else dl::detail::zero_bytes(*s);
