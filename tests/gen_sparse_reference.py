@@ -57,6 +57,22 @@ ref.put("emb/acc_values", g._values())
 ref.put("emb/acc_coalesced", torch.tensor([int(g.is_coalesced())]))
 prints.append(("emb_repr", repr(emb)))
 
+# EmbeddingBag(sparse=True): one row per looked-up index (padding left out), the bag's gradient.
+bag = nn.EmbeddingBag(10, 3, mode="sum", padding_idx=2, sparse=True)
+with torch.no_grad():
+    bag.weight.copy_(det([10, 3], 8).float())
+o = bag(torch.tensor([4, 2, 4, 7, 1, 9]), torch.tensor([0, 2, 2, 5]), per_sample_weights=det([6], 9).float())
+(o * det(o.shape, 994).float()).sum().backward()
+ref.put("bag_sum/indices", bag.weight.grad._indices())
+ref.put("bag_sum/values", bag.weight.grad._values())
+bag = nn.EmbeddingBag(10, 3, mode="mean", sparse=True)
+with torch.no_grad():
+    bag.weight.copy_(det([10, 3], 8).float())
+o = bag(torch.tensor([[4, 2, 4], [7, 1, 9]]))
+(o * det(o.shape, 993).float()).sum().backward()
+ref.put("bag_mean/indices", bag.weight.grad._indices())
+ref.put("bag_mean/values", bag.weight.grad._values())
+
 # A tied weight: the sparse gradient meets a dense one and the sum is dense.
 tied = nn.Embedding(6, 3, sparse=True)
 with torch.no_grad():

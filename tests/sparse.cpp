@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <dl/dl.hpp>
+#include <dl/nn/embedding_bag.hpp>
 
 #include "module_ref.hpp"
 #include "refbin.hpp"
@@ -115,6 +116,30 @@ TEST_CASE("Embedding(sparse = true): the weight's gradient is sparse, as PyTorch
   // scale_grad_by_freq: PyTorch refuses it with sparse gradients.
   nn::Embedding freq(6, 3, {.scale_grad_by_freq = true, .sparse = true});
   CHECK(has(msg([&] { (void)freq(ints({2, 5}, {2})); }), "scale_grad_by_freq not supported with sparse gradients"));
+}
+
+TEST_CASE("EmbeddingBag(sparse = true): one gradient row per looked-up index, as PyTorch's") {
+  nn::EmbeddingBag bag(10, 3, {.mode = "sum", .sparse = true, .padding_idx = 2});
+  {
+    dl::NoGradGuard no_grad;
+    bag.weight.copy_(refbin::det<float>({10, 3}, 8));
+  }
+  Tensor<float> o = bag(ints({4, 2, 4, 7, 1, 9}, {6}), ints({0, 2, 2, 5}, {4}), refbin::det<float>({6}, 9));
+  (o * refbin::det<float>(o.shape(), 994)).sum().backward();
+  REQUIRE(bag.weight.grad_is_sparse());
+  ref().check(bag.weight.sparse_grad()._indices(), "bag_sum/indices");
+  ref().check(bag.weight.sparse_grad()._values(), "bag_sum/values");
+
+  nn::EmbeddingBag mean(10, 3, {.mode = "mean", .sparse = true});
+  {
+    dl::NoGradGuard no_grad;
+    mean.weight.copy_(refbin::det<float>({10, 3}, 8));
+  }
+  Tensor<float> om = mean(ints({4, 2, 4, 7, 1, 9}, {2, 3}));
+  (om * refbin::det<float>(om.shape(), 993)).sum().backward();
+  ref().check(mean.weight.sparse_grad()._indices(), "bag_mean/indices");
+  ref().check(mean.weight.sparse_grad()._values(), "bag_mean/values");
+  CHECK(has(msg([] { nn::EmbeddingBag(10, 3, {.mode = "max", .sparse = true}); }), "max mode does not support sparse weights"));
 }
 
 TEST_CASE("Embedding(sparse = true): a dense gradient meeting the sparse one makes the sum dense") {

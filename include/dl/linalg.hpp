@@ -334,8 +334,8 @@ struct Lapack;
     static lapack_int getrf(lapack_int m, lapack_int n, T* a, lapack_int* ipiv) {                                             \
       return LAPACKE_##p##getrf_work(LAPACK_COL_MAJOR, m, n, a, m, ipiv);                                                      \
     }                                                                                                                          \
-    static lapack_int getrs(lapack_int n, lapack_int k, const T* a, const lapack_int* ipiv, T* b) {                          \
-      return LAPACKE_##p##getrs_work(LAPACK_COL_MAJOR, 'N', n, k, a, n, ipiv, b, n);                                            \
+    static lapack_int getrs(lapack_int n, lapack_int k, const T* a, const lapack_int* ipiv, T* b, char trans = 'N') {        \
+      return LAPACKE_##p##getrs_work(LAPACK_COL_MAJOR, trans, n, k, a, n, ipiv, b, n);                                          \
     }                                                                                                                          \
     static lapack_int potrf(char uplo, lapack_int n, T* a) { return LAPACKE_##p##potrf_work(LAPACK_COL_MAJOR, uplo, n, a, n); } \
     static lapack_int potrs(char uplo, lapack_int n, lapack_int k, const T* a, T* b) {                                         \
@@ -393,14 +393,27 @@ template <class T, class Err>
 Tensor<T> lu_solve_raw(const Tensor<T>& A, const Tensor<T>& B, [[maybe_unused]] const char* fn, Err singular) {
 #if DL_HAVE_LAPACKE
   const int64_t n = A.size(-1), k = B.size(-1), nb = batch_count(A.shape());
-  Tensor<T> a = col_major(A), b = col_major(B);
+  // LAPACK factors a plain copy of A: a row-major A is A^T in column-major order, so its factors
+  // solve A X = B with getrs's transposed form (PyTorch's trick); a transposed view of a row-major
+  // matrix is A itself in column-major order. Only other layouts pay for a transposing copy.
+  char trans = 'N';
+  Tensor<T> a;
+  if (A.is_contiguous()) {
+    a = A.detach().clone();
+    trans = 'T';
+  } else if (A.transpose(-2, -1).is_contiguous()) {
+    a = A.transpose(-2, -1).detach().clone();
+  } else {
+    a = col_major(A);
+  }
+  Tensor<T> b = col_major(B);
   std::vector<lapack_int> ipiv(size_t(std::max<int64_t>(n, 1)));
   for (int64_t i = 0; i < nb && n > 0; ++i) {
     const lapack_int info = Lapack<T>::getrf(n, n, a.data() + i * n * n, ipiv.data());
     if (info > 0) throw Error(singular(i, info));
-    if (k > 0) Lapack<T>::getrs(n, k, a.data() + i * n * n, ipiv.data(), b.data() + i * n * k);
+    if (k > 0) Lapack<T>::getrs(n, k, a.data() + i * n * n, ipiv.data(), b.data() + i * n * k, trans);
   }
-  return from_col_major(b);
+  return b.transpose(-2, -1);  // X in column-major order, as PyTorch returns it (no copy back)
 #else
   (void)A, (void)B, (void)singular;
   no_lapacke(fn);
@@ -734,17 +747,20 @@ Tensor<T> cholesky(const Tensor<T>& A, bool upper) {
   {
     NoGradGuard no_grad;
 #if DL_HAVE_LAPACKE
-    Tensor<T> a = impl::col_major(A);
+    // A row-major copy seen in column-major order is A^T: LAPACK's upper factor U of it (A = U^T U,
+    // read from A's lower triangle, as before) is, seen row-major again, the lower factor L. No
+    // transposing copies.
+    Tensor<T> a = A.is_contiguous() ? A.detach().clone() : A.detach().contiguous();
     for (int64_t b = 0; b < nb && n > 0; ++b) {
       T* p = a.data() + b * n * n;
-      const lapack_int info = impl::Lapack<T>::potrf('L', n, p);
+      const lapack_int info = impl::Lapack<T>::potrf('U', n, p);
       DL_CHECK(info <= 0, "linalg.cholesky: ", impl::batch_prefix(b, A.dim() > 2),
                "The factorization could not be completed because the input is not positive-definite (the leading minor of order ", info,
                " is not positive-definite).");
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < j; ++i) p[j * n + i] = 0;  // column-major (i, j), above the diagonal
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = i + 1; j < n; ++j) p[i * n + j] = 0;  // row-major (i, j), above the diagonal
     }
-    L = impl::from_col_major(a);
+    L = a;
     if (upper) L = impl::mT(L).contiguous();
 #else
     (void)nb, (void)n;

@@ -19,7 +19,7 @@ DL_API Tensor<float> embedding_bag(const Tensor<int64_t>& input_, const Tensor<f
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::embedding_bag", weight, input_);
   DL_CHECK(o.mode == "sum" || o.mode == "mean" || o.mode == "max", "embedding_bag: mode has to be one of sum, mean or max, got '", o.mode,
            "'");
-  DL_CHECK(!o.sparse, "embedding_bag: sparse gradients are not supported by dl yet (sparse must be false)");
+  DL_CHECK(!(o.mode == "max" && o.sparse), "max mode does not support sparse weights");
   DL_CHECK(weight.defined() && weight.dim() == 2, "embedding_bag: weight has to be a 2D Tensor, but got shape ",
            weight.defined() ? weight.shape() : Shape{});
   DL_CHECK(input_.defined() && (input_.dim() == 1 || input_.dim() == 2),
@@ -80,7 +80,8 @@ DL_API Tensor<float> embedding_bag(const Tensor<int64_t>& input_, const Tensor<f
     bag_index.data()[k] = bag_of[size_t(k)];
     kept_index.data()[k] = kept[size_t(k)];
   }
-  Tensor<float> rows = embedding(rows_index, weight, std::nullopt, o.max_norm, o.norm_type, o.scale_grad_by_freq);  // [K, D]
+  // [K, D]; with sparse, weight's gradient holds one row per kept index (PyTorch's sparse layout).
+  Tensor<float> rows = embedding(rows_index, weight, std::nullopt, o.max_norm, o.norm_type, o.scale_grad_by_freq, o.sparse);
   if (per_sample_weights_.defined())
     rows = rows * index_select(per_sample_weights_.reshape({-1}), 0, kept_index).unsqueeze(1);
   if (o.mode == "max") {
@@ -114,7 +115,7 @@ DL_API EmbeddingBag::EmbeddingBag(int64_t num_embeddings_, int64_t embedding_dim
   DL_CHECK(num_embeddings > 0 && embedding_dim > 0, "EmbeddingBag: num_embeddings and embedding_dim must be positive, got ", num_embeddings,
            " and ", embedding_dim);
   DL_CHECK(o.mode == "sum" || o.mode == "mean" || o.mode == "max", "EmbeddingBag: mode has to be one of sum, mean or max, got '", o.mode, "'");
-  DL_CHECK(!o.sparse, "EmbeddingBag: sparse gradients are not supported by dl yet (sparse must be false)");
+  DL_CHECK(!(o.mode == "max" && o.sparse), "max mode does not support sparse weights");
   if (options.padding_idx) {
     DL_CHECK(*options.padding_idx < num_embeddings && *options.padding_idx >= -num_embeddings, "padding_idx must be within num_embeddings (got ",
              *options.padding_idx, " for ", num_embeddings, " embeddings)");

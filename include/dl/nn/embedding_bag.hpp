@@ -26,7 +26,7 @@ struct EmbeddingBagOptions {
   double norm_type = 2.0;
   bool scale_grad_by_freq = false;  ///< each row's gradient divided by its count in the batch (not with "max")
   std::string mode = "mean";        ///< "sum", "mean" or "max"
-  bool sparse = false;              ///< sparse gradients are not supported by dl yet: must stay false
+  bool sparse = false;              ///< weight's gradient is a SparseTensor of the looked-up rows (not with max)
   bool include_last_offset = false;  ///< offsets has B + 1 entries, the last one the input's length
   std::optional<int64_t> padding_idx = std::nullopt;  ///< indices left out of their bags (its row starts at zero)
 };
