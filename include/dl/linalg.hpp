@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -204,6 +205,13 @@ Tensor<T> transposed_copy(const Tensor<T>& x_) {
         for (int64_t i = i0; i < std::min(m, i0 + kTile); ++i)
           for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j) dst[j * m + i] = src[i * n + j];
   }
+  return out;
+}
+/// A copy of the contiguous x, serial for the reason above.
+template <class T>
+Tensor<T> serial_copy(const Tensor<T>& x) {
+  Tensor<T> out = empty<T>(x.shape());
+  if (x.numel() > 0) std::memcpy(out.data(), x.data(), size_t(x.numel()) * sizeof(T));
   return out;
 }
 template <class T>
@@ -399,10 +407,10 @@ Tensor<T> lu_solve_raw(const Tensor<T>& A, const Tensor<T>& B, [[maybe_unused]] 
   char trans = 'N';
   Tensor<T> a;
   if (A.is_contiguous()) {
-    a = A.detach().clone();
+    a = serial_copy(A.detach());
     trans = 'T';
   } else if (A.transpose(-2, -1).is_contiguous()) {
-    a = A.transpose(-2, -1).detach().clone();
+    a = serial_copy(A.transpose(-2, -1).detach());
   } else {
     a = col_major(A);
   }
@@ -750,7 +758,7 @@ Tensor<T> cholesky(const Tensor<T>& A, bool upper) {
     // A row-major copy seen in column-major order is A^T: LAPACK's upper factor U of it (A = U^T U,
     // read from A's lower triangle, as before) is, seen row-major again, the lower factor L. No
     // transposing copies.
-    Tensor<T> a = A.is_contiguous() ? A.detach().clone() : A.detach().contiguous();
+    Tensor<T> a = A.is_contiguous() ? impl::serial_copy(A.detach()) : impl::transposed_copy(impl::col_major(A));
     for (int64_t b = 0; b < nb && n > 0; ++b) {
       T* p = a.data() + b * n * n;
       const lapack_int info = impl::Lapack<T>::potrf('U', n, p);
