@@ -65,11 +65,7 @@ DL_API std::vector<TensorImplPtr> AccumulateGrad::apply(std::vector<TensorImplPt
   } else {
     grad_ops(g->dtype).add_inplace(m.grad, g);
   }
-  if (!m.post_accumulate_hooks.empty()) {
-    auto hooks = m.post_accumulate_hooks;  // a hook may remove hooks
-    lock.unlock();
-    for (const auto& [key, hook] : hooks) hook();
-  }
+  detail::run_post_accumulate_hooks(m, lock);
   return {};
 }
 

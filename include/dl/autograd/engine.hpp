@@ -30,6 +30,15 @@ inline bool& sparse_grads_allowed() {
   return allowed;
 }
 
+/// Runs m's post-accumulate hooks after a gradient was accumulated into it; `lock` (held on
+/// m.mutex) is released first: a hook may read the gradient or remove hooks.
+inline void run_post_accumulate_hooks(AutogradMeta& m, std::unique_lock<std::mutex>& lock) {
+  if (m.post_accumulate_hooks.empty()) return;
+  auto hooks = m.post_accumulate_hooks;
+  lock.unlock();
+  for (const auto& [key, hook] : hooks) hook();
+}
+
 /// a + b (a new tensor; recorded when grad mode is on, i.e. under create_graph).
 inline TensorImplPtr add_grads(const TensorImplPtr& a, const TensorImplPtr& b) {
   return grad_ops(a->dtype).add(a, b);

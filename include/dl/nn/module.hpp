@@ -119,7 +119,7 @@ class HookHandle {
 
 namespace detail {
 template <class M>
-inline constexpr bool always_false_v = false;
+inline constexpr bool dependent_false_v = false;
 }  // namespace detail
 
 /// What register_module returns: a shared pointer to the module this module now owns. It does not
@@ -132,7 +132,7 @@ class Registered : public std::shared_ptr<M> {
   explicit Registered(std::shared_ptr<M> p) : std::shared_ptr<M>(std::move(p)) {}
   template <class U>
   operator U&() const {
-    static_assert(detail::always_false_v<U>,
+    static_assert(detail::dependent_false_v<U>,
                   "register_module returns a shared pointer to the module it now owns; assigning it to a module member "
                   "would copy it (eval() would not reach the member): list the member in DL_MODULE, or hold it as "
                   "std::shared_ptr<M> / use `*register_module(...)`");
@@ -307,9 +307,6 @@ template <class T>
 inline constexpr bool is_shared_ptr_v = false;
 template <class T>
 inline constexpr bool is_shared_ptr_v<std::shared_ptr<T>> = true;
-template <class M>
-inline constexpr bool dependent_false_v = false;
-
 template <class M>
 void visit_one(MemberVisitor& v, const std::string& name, M& m) {
   if constexpr (expr::is_tensor_v<M>) {

@@ -251,9 +251,14 @@ std::string to_string(const SparseTensor<T>& s) {
 }
 
 namespace detail {
+/// The typed view of a leaf's sparse gradient slot.
+template <scalar_type T>
+SparseTensor<T> sparse_of(const autograd::SparseGrad& g) {
+  return SparseTensor<T>(Tensor<int64_t>(g.indices), Tensor<T>(g.values), g.size, g.coalesced);
+}
 template <scalar_type T>
 TensorImplPtr sparse_grad_to_dense(const autograd::SparseGrad& g) {
-  return SparseTensor<T>(Tensor<int64_t>(g.indices), Tensor<T>(g.values), g.size, g.coalesced).to_dense().impl();
+  return sparse_of<T>(g).to_dense().impl();
 }
 
 template <scalar_type T>
@@ -266,25 +271,18 @@ void accumulate_sparse_grad(const TensorImplPtr& t, const SparseTensor<T>& g) {
     NoGradGuard no_grad;
     dense.add_(add);
   } else {
-    const SparseTensor<T> sum = m.sparse_grad ? SparseTensor<T>(Tensor<int64_t>(m.sparse_grad->indices), Tensor<T>(m.sparse_grad->values),
-                                                                m.sparse_grad->size, m.sparse_grad->coalesced) + g
-                                              : g;
+    const SparseTensor<T> sum = m.sparse_grad ? sparse_of<T>(*m.sparse_grad) + g : g;
     m.sparse_grad = std::make_shared<autograd::SparseGrad>(
         autograd::SparseGrad{sum._indices().impl(), sum._values().impl(), sum.shape(), sum.is_coalesced(), &sparse_grad_to_dense<T>});
   }
-  if (!m.post_accumulate_hooks.empty()) {
-    auto hooks = m.post_accumulate_hooks;  // a hook may remove hooks
-    lock.unlock();
-    for (const auto& [key, hook] : hooks) hook();
-  }
+  autograd::detail::run_post_accumulate_hooks(m, lock);
 }
 }  // namespace detail
 
 template <scalar_type T>
 SparseTensor<T> Tensor<T>::sparse_grad() const {
   DL_CHECK(grad_is_sparse(), "sparse_grad(): this tensor's gradient is ", impl_->autograd && impl_->autograd->grad ? "dense; read it with grad()" : "none");
-  const auto& g = *impl_->autograd->sparse_grad;
-  return SparseTensor<T>(Tensor<int64_t>(g.indices), Tensor<T>(g.values), g.size, g.coalesced);
+  return detail::sparse_of<T>(*impl_->autograd->sparse_grad);
 }
 
 }  // namespace dl
