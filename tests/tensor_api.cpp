@@ -117,6 +117,55 @@ TEST_CASE_TEMPLATE("clamp with tensor bounds", T, double, float) {
   CHECK(ic.at(5) == 4);
 }
 
+// NaNs in the SIMD lanes, not only in the scalar tail: xsimd's SIMD != is an ordered compare (false
+// for NaN), which maximum/minimum/clamp, x != y and the max/min reductions used to rely on. The
+// expected indices are PyTorch 1.13's (torch.maximum(a, b).isnan().nonzero(), (a != a).nonzero(), ...).
+TEST_CASE_TEMPLATE("NaN propagates on the SIMD path: maximum, minimum, clamp, !=, max/min reductions", T, float, double) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  Tensor<T> a = dl::ones<T>({37}), b = dl::full<T>({37}, T(2));
+  a.data()[3] = nan;   // a SIMD lane of the first vector
+  b.data()[20] = nan;  // a SIMD lane of the second vector, only in b
+  a.data()[36] = nan;  // the scalar tail
+  auto nan_at = [](const Tensor<T>& t) {
+    std::vector<int64_t> at;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (std::isnan(t.data()[i])) at.push_back(i);
+    return at;
+  };
+  auto true_at = [](const Tensor<bool>& t) {
+    std::vector<int64_t> at;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (t.data()[i]) at.push_back(i);
+    return at;
+  };
+  CHECK(nan_at(Tensor<T>(dl::maximum(a, b))) == std::vector<int64_t>{3, 20, 36});
+  CHECK(nan_at(Tensor<T>(dl::minimum(a, b))) == std::vector<int64_t>{3, 20, 36});
+  CHECK(nan_at(Tensor<T>(dl::clamp(dl::ones<T>({37}), b, std::nullopt))) == std::vector<int64_t>{20});
+  CHECK(true_at(Tensor<bool>(a != a)) == std::vector<int64_t>{3, 36});
+  CHECK(true_at(Tensor<bool>(a == a)).size() == 35);
+  CHECK(Tensor<bool>(a != b).sum().item() == 37);
+  Tensor<T> c = dl::arange<T>(40);
+  c.data()[21] = nan;
+  CHECK(std::isnan(c.max().item()));
+  CHECK(std::isnan(c.min().item()));
+  CHECK(std::isnan(c.amax().item()));
+  CHECK(std::isnan(c.amin({0}).item()));
+  CHECK(std::isnan(Tensor<T>(c.reshape({4, 10}).amax({1})).at(2)));
+}
+
+// x.sum({}) is PyTorch's x.sum(dim=[]): every dim (a braced list once picked sum(int64_t dim)).
+TEST_CASE("sum({}) and mean({}) reduce every dim") {
+  const Tensor<float> x = dl::ones({3, 4});
+  CHECK(x.sum({}).shape() == dl::Shape{});
+  CHECK(x.sum({}).item() == 12.0f);
+  CHECK(x.mean({}).item() == 1.0f);
+  CHECK(dl::sum(x, {}).item() == 12.0f);
+  CHECK(dl::mean(x, {}, true).shape() == dl::Shape{1, 1});
+  CHECK(x.sum({1}).shape() == dl::Shape{3});
+  CHECK(x.sum(1).shape() == dl::Shape{3});
+  CHECK(x.sum({0, 1}).item() == 12.0f);
+}
+
 TEST_CASE_TEMPLATE("isnan, isinf, isposinf, isneginf, isfinite, nan_to_num", T, double, float) {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   auto input = [&] { return dl::tensor<T>({0, -1.5, nan, inf, -inf, T(1e30), -0.0, 3}).requires_grad_(); };

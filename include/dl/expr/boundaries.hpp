@@ -26,6 +26,16 @@ template <expression E> Tensor<sum_t<expr::value_type_t<E>>> sum(const E& e, int
 template <expression E> Tensor<expr::value_type_t<E>> mean(const E& e);
 template <expression E> Tensor<expr::value_type_t<E>> mean(const E& e, Dims dims, bool keepdim = false);
 template <expression E> Tensor<expr::value_type_t<E>> mean(const E& e, int64_t dim, bool keepdim = false);
+/// A braced list means dims, as PyTorch's dim=[...]: dl::sum(x, {}) reduces every dim (`{}` would
+/// otherwise pick the int64_t overload and reduce dim 0).
+template <expression E>
+Tensor<sum_t<expr::value_type_t<E>>> sum(const E& e, std::initializer_list<int64_t> dims, bool keepdim = false) {
+  return dl::sum(e, Dims(dims), keepdim);
+}
+template <expression E>
+Tensor<expr::value_type_t<E>> mean(const E& e, std::initializer_list<int64_t> dims, bool keepdim = false) {
+  return dl::mean(e, Dims(dims), keepdim);
+}
 template <expression E> Tensor<sum_t<expr::value_type_t<E>>> prod(const E& e);
 template <expression E> Tensor<sum_t<expr::value_type_t<E>>> prod(const E& e, int64_t dim, bool keepdim = false);
 /// Largest element (NaN if any element is NaN).

@@ -108,9 +108,13 @@ struct ExprBase {
   auto sum() const { return dl::sum(self()); }
   auto sum(int64_t dim, bool keepdim = false) const { return dl::sum(self(), dim, keepdim); }
   auto sum(Dims dims, bool keepdim = false) const { return dl::sum(self(), dims, keepdim); }
+  // A braced list means dims, as PyTorch's dim=[...]: x.sum({}) reduces every dim (without this
+  // overload `{}` would pick sum(int64_t dim) and reduce dim 0).
+  auto sum(std::initializer_list<int64_t> dims, bool keepdim = false) const { return dl::sum(self(), Dims(dims), keepdim); }
   auto mean() const { return dl::mean(self()); }
   auto mean(int64_t dim, bool keepdim = false) const { return dl::mean(self(), dim, keepdim); }
   auto mean(Dims dims, bool keepdim = false) const { return dl::mean(self(), dims, keepdim); }
+  auto mean(std::initializer_list<int64_t> dims, bool keepdim = false) const { return dl::mean(self(), Dims(dims), keepdim); }
   auto prod() const { return dl::prod(self()); }
   auto prod(int64_t dim, bool keepdim = false) const { return dl::prod(self(), dim, keepdim); }
   auto max() const { return dl::max(self()); }

@@ -593,7 +593,7 @@ struct Maximum : ArithBinary {
   template <class X>
   DL_HD X operator()(const X& a, const X& b) const {
     if constexpr (std::is_integral_v<scalar_of_t<X>>) return select(a < b, b, a);
-    else return select((a != a) | (b != b), a + b, select(a < b, b, a));
+    else return select(!(a == a) | !(b == b), a + b, select(a < b, b, a));  // not a != a: see IsNan
   }
   DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
@@ -610,7 +610,7 @@ struct Minimum : ArithBinary {
   template <class X>
   DL_HD X operator()(const X& a, const X& b) const {
     if constexpr (std::is_integral_v<scalar_of_t<X>>) return select(b < a, b, a);
-    else return select((a != a) | (b != b), a + b, select(b < a, b, a));
+    else return select(!(a == a) | !(b == b), a + b, select(b < a, b, a));
   }
   DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
@@ -654,7 +654,13 @@ struct ClampMaxTensor : ArithBinary {
     DL_HD constexpr auto operator()(const X& a, const X& b) const { return a op b; }    \
   };
 DL_COMPARE(Eq, ==)
-DL_COMPARE(Ne, !=)
+// Ne is !(a == b), not a != b: xsimd 8's SIMD != is an ordered compare (_CMP_NEQ_OQ), false
+// when either side is NaN, where PyTorch's (and IEEE's) != is true.
+struct Ne : CompareBinary {
+  static constexpr std::string_view name = "Ne";
+  template <class X>
+  DL_HD constexpr auto operator()(const X& a, const X& b) const { return !(a == b); }
+};
 DL_COMPARE(Lt, <)
 DL_COMPARE(Le, <=)
 DL_COMPARE(Gt, >)
