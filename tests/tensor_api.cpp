@@ -144,13 +144,21 @@ TEST_CASE_TEMPLATE("NaN propagates on the SIMD path: maximum, minimum, clamp, !=
   CHECK(true_at(Tensor<bool>(a != a)) == std::vector<int64_t>{3, 36});
   CHECK(true_at(Tensor<bool>(a == a)).size() == 35);
   CHECK(Tensor<bool>(a != b).sum().item() == 37);
-  Tensor<T> c = dl::arange<T>(40);
-  c.data()[21] = nan;
-  CHECK(std::isnan(c.max().item()));
-  CHECK(std::isnan(c.min().item()));
-  CHECK(std::isnan(c.amax().item()));
-  CHECK(std::isnan(c.amin({0}).item()));
-  CHECK(std::isnan(Tensor<T>(c.reshape({4, 10}).amax({1})).at(2)));
+  // Reductions: whole tensor, along the outer dim and along the inner dim, short and multi-threaded.
+  for (const int64_t n : {40, 1000, 100000}) {
+    for (const int64_t at : {int64_t(0), int64_t(21), n / 2 + 3, n - 1}) {
+      CAPTURE(n);
+      CAPTURE(at);
+      Tensor<T> c = dl::arange<T>(n);
+      c.data()[at] = nan;
+      CHECK(std::isnan(c.max().item()));
+      CHECK(std::isnan(c.min().item()));
+      CHECK(std::isnan(c.amax().item()));
+      CHECK(std::isnan(c.amin({0}).item()));
+      CHECK(std::isnan(Tensor<T>(c.reshape({-1, 8}).amax({0})).at(at % 8)));
+      CHECK(std::isnan(Tensor<T>(c.reshape({-1, 8}).amin({1})).at(at / 8)));
+    }
+  }
 }
 
 // x.sum({}) is PyTorch's x.sum(dim=[]): every dim (a braced list once picked sum(int64_t dim)).
