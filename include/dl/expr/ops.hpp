@@ -424,6 +424,13 @@ struct LogicalNot {
   DL_HD X operator()(const X& x) const { return !x; }
 };
 
+/// True where x is NaN, for a scalar or per lane of a SIMD batch. Not `x != x`: xsimd 8's SIMD !=
+/// is an ordered compare (_CMP_NEQ_OQ), false when a side is NaN, where IEEE's != is true.
+template <class X>
+DL_HD DL_INLINE auto nan_lanes(const X& x) {
+  return !(x == x);
+}
+
 struct IsNan {
   static constexpr std::string_view name = "IsNan";
   template <class A>
@@ -432,9 +439,8 @@ struct IsNan {
   using input = A;
   template <size_t I>
   static constexpr bool differentiable = false;
-  // Not `x != x`: xsimd 8's SIMD != is an ordered compare (_CMP_NEQ_OQ), false for NaN.
   template <class X>
-  DL_HD auto operator()(const X& x) const { return !(x == x); }
+  DL_HD auto operator()(const X& x) const { return nan_lanes(x); }
 };
 
 /// Floating-point classification (isinf, isposinf, isneginf, isfinite): bool result, no gradient.
@@ -593,7 +599,7 @@ struct Maximum : ArithBinary {
   template <class X>
   DL_HD X operator()(const X& a, const X& b) const {
     if constexpr (std::is_integral_v<scalar_of_t<X>>) return select(a < b, b, a);
-    else return select(!(a == a) | !(b == b), a + b, select(a < b, b, a));  // not a != a: see IsNan
+    else return select(nan_lanes(a) | nan_lanes(b), a + b, select(a < b, b, a));
   }
   DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
@@ -610,7 +616,7 @@ struct Minimum : ArithBinary {
   template <class X>
   DL_HD X operator()(const X& a, const X& b) const {
     if constexpr (std::is_integral_v<scalar_of_t<X>>) return select(b < a, b, a);
-    else return select(!(a == a) | !(b == b), a + b, select(b < a, b, a));
+    else return select(nan_lanes(a) | nan_lanes(b), a + b, select(b < a, b, a));
   }
   DL_RULE_NO_EXEC_CHECK
   template <size_t I, class A, class B, class O, class G>
@@ -654,8 +660,7 @@ struct ClampMaxTensor : ArithBinary {
     DL_HD constexpr auto operator()(const X& a, const X& b) const { return a op b; }    \
   };
 DL_COMPARE(Eq, ==)
-// Ne is !(a == b), not a != b: xsimd 8's SIMD != is an ordered compare (_CMP_NEQ_OQ), false
-// when either side is NaN, where PyTorch's (and IEEE's) != is true.
+// Ne is !(a == b), not a != b: true when a side is NaN, as PyTorch's != (see nan_lanes).
 struct Ne : CompareBinary {
   static constexpr std::string_view name = "Ne";
   template <class X>

@@ -46,7 +46,7 @@ struct MaxReducer {
   }
   template <class V>
   DL_HD DL_INLINE static V combine(const V& a, const V& b) {
-    if constexpr (floating_scalar<scalar_of_t<V>>) return select((b > a) | !(b == b), b, a);  // !(b == b): SIMD != is ordered
+    if constexpr (floating_scalar<scalar_of_t<V>>) return select((b > a) | nan_lanes(b), b, a);
     else return select(b > a, b, a);
   }
 };
@@ -57,7 +57,7 @@ struct MinReducer {
   }
   template <class V>
   DL_HD DL_INLINE static V combine(const V& a, const V& b) {
-    if constexpr (floating_scalar<scalar_of_t<V>>) return select((b < a) | !(b == b), b, a);
+    if constexpr (floating_scalar<scalar_of_t<V>>) return select((b < a) | nan_lanes(b), b, a);
     else return select(b < a, b, a);
   }
 };
