@@ -11,6 +11,7 @@
 #include <dl/optim.hpp>
 
 #include <cmath>
+#include <sstream>
 #include <string>
 
 using dl::Tensor;
@@ -496,6 +497,189 @@ TEST_CASE("DDP: ranks with different models are an error on every rank") {
   Wide w(rank() == 1 ? 5 : 4);
   const std::string e = error_of([&] { nn::parallel::DistributedDataParallel ddp(w); });
   CHECK(contains(e, "the ranks' models differ: parameter 0 (fc.weight here) is float32 [4, 4] on rank 0 and float32 [5, 4] on rank 1"));
+}
+
+// ---------------------------------------------------------------- differentiable collectives, SyncBatchNorm
+
+TEST_CASE("functional::all_reduce: each rank's input receives the gradient of every rank's loss") {
+  const int w = world(), r = rank();
+  Tensor<float> x = dl::full<float>({3}, float(r + 1)).requires_grad_();
+  Tensor<float> y = dist::functional::all_reduce(x);
+  CHECK(y.data()[0] == doctest::Approx(w * (w + 1) / 2.0));
+  Tensor<float>((y * float(r + 1)).sum()).backward();
+  CHECK(x.grad().data()[2] == doctest::Approx(w * (w + 1) / 2.0));  // sum over k of d(loss_k)/dy = k + 1
+  Tensor<float> xa = dl::full<float>({2}, float(r + 1)).requires_grad_();
+  Tensor<float> ya = dist::functional::all_reduce(xa, {.op = dist::ReduceOp::AVG});
+  CHECK(ya.data()[1] == doctest::Approx((w + 1) / 2.0));
+  Tensor<float>((ya * float(r + 1)).sum()).backward();
+  CHECK(xa.grad().data()[0] == doctest::Approx((w + 1) / 2.0));
+  // MAX has no gradient: refused on a tensor that requires grad, computed on one that does not.
+  CHECK(contains(error_of([&] { (void)dist::functional::all_reduce(x, {.op = dist::ReduceOp::MAX}); }),
+                 "ReduceOp::MAX has no gradient; differentiable all-reduces take SUM or AVG"));
+  CHECK(dist::functional::all_reduce(x.detach(), {.op = dist::ReduceOp::MAX}).data()[0] == float(w));
+}
+
+namespace {
+/// Rank r's share of a batch spread unevenly over the ranks: r + 2 samples from offset sum(q + 2).
+int64_t share_offset(int r) { return int64_t(r) * (r + 3) / 2; }
+int64_t share_size(int r) { return r + 2; }
+int64_t total_size(int w) { return share_offset(w); }
+
+void randomize_affine(nn::detail::BatchNormBase& bn, uint64_t seed) {
+  dl::Generator g(seed);
+  dl::NoGradGuard no_grad;
+  bn.weight.copy_(dl::rand<float>({bn.num_features}, &g) + 0.5f);
+  bn.bias.copy_(dl::randn<float>({bn.num_features}, &g));
+}
+
+/// SyncBatchNorm over each rank's share against BatchNorm over the whole batch in one process.
+template <class Ref, class Sync>
+void check_sync_against_whole(Ref& ref, Sync& sync, dl::Shape sample) {
+  const int w = world(), r = rank();
+  randomize_affine(ref, 5);
+  randomize_affine(sync, 5);
+  for (int step = 0; step < 2; ++step) {
+    dl::Shape s = sample;
+    s.insert(0, total_size(w));
+    dl::Generator g(40 + uint64_t(step));
+    Tensor<float> all = Tensor<float>(dl::randn<float>(s, &g) * 3.0f + 1.5f).requires_grad_();
+    Tensor<float> coef = dl::randn<float>(s, &g);
+    Tensor<float> y_ref = ref(all);
+    Tensor<float>((y_ref * coef).sum()).backward();
+
+    Tensor<float> mine = all.detach().narrow(0, share_offset(r), share_size(r)).clone().requires_grad_();
+    Tensor<float> y = sync(mine);
+    Tensor<float>((y * coef.narrow(0, share_offset(r), share_size(r))).sum()).backward();
+    CHECK(dl::allclose(y, y_ref.detach().narrow(0, share_offset(r), share_size(r)), 1e-4, 1e-5));
+    CHECK(dl::allclose(mine.grad(), all.grad().narrow(0, share_offset(r), share_size(r)), 1e-4, 1e-5));
+    // The parameters' gradients are this rank's part; their sum over the ranks is the whole batch's.
+    Tensor<float> gw = sync.weight.grad().clone(), gb = sync.bias.grad().clone();
+    dist::all_reduce(gw);
+    dist::all_reduce(gb);
+    CHECK(dl::allclose(gw, ref.weight.grad(), 1e-4, 1e-4));
+    CHECK(dl::allclose(gb, ref.bias.grad(), 1e-4, 1e-4));
+    CHECK(dl::allclose(sync.running_mean, ref.running_mean, 1e-5, 1e-6));
+    CHECK(dl::allclose(sync.running_var, ref.running_var, 1e-5, 1e-6));
+    ref.zero_grad();
+    sync.zero_grad();
+  }
+  CHECK(sync.num_batches_tracked.item() == 2);
+  // eval: the running statistics, no collective.
+  ref.eval();
+  sync.eval();
+  dl::Shape s = sample;
+  s.insert(0, 3);
+  Tensor<float> x = dl::randn<float>(s);
+  CHECK(dl::allclose(sync(x), ref(x), 1e-5, 1e-6));
+}
+}  // namespace
+
+TEST_CASE("SyncBatchNorm: each rank's share of an uneven batch gives BatchNorm over the whole batch") {
+  nn::BatchNorm2d ref(3);
+  nn::SyncBatchNorm sync(3);
+  check_sync_against_whole(ref, sync, {3, 4, 5});
+  std::ostringstream printed;
+  printed << sync;
+  CHECK(printed.str() == "SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
+  CHECK(sync.state_dict().size() == 5);
+}
+
+TEST_CASE("convert_sync_batchnorm: BatchNorm1d layers over [N, C] and [N, C, L], momentum None") {
+  nn::BatchNorm1d ref2(4, {.momentum = std::nullopt}), sync2(4, {.momentum = std::nullopt});
+  nn::convert_sync_batchnorm(sync2);
+  check_sync_against_whole(ref2, sync2, {4});
+  nn::BatchNorm1d ref3(2), sync3(2);
+  CHECK(&nn::convert_sync_batchnorm(sync3) == &sync3);
+  check_sync_against_whole(ref3, sync3, {2, 6});
+}
+
+TEST_CASE("sync_batch_norm: gradients against finite differences of the loss summed over the ranks (double)") {
+  const int w = world(), r = rank();
+  const int64_t C = 2, L = 3;
+  dl::Generator g(9);
+  Tensor<double> all = Tensor<double>(dl::randn<double>({total_size(w), C, L}, &g) * 2.0 + 1.0);
+  Tensor<double> coef = dl::randn<double>({total_size(w), C, L}, &g);
+  Tensor<double> weight = Tensor<double>(dl::rand<double>({C}, &g) + 0.5).requires_grad_();
+  Tensor<double> bias = dl::randn<double>({C}, &g).requires_grad_();
+  Tensor<double> mine = all.narrow(0, share_offset(r), share_size(r)).clone().requires_grad_();
+  Tensor<double> c = coef.narrow(0, share_offset(r), share_size(r));
+  auto global_loss = [&](const Tensor<double>& x, const Tensor<double>& wt, const Tensor<double>& b) {
+    Tensor<double> l = Tensor<double>((F::sync_batch_norm(x, {}, {}, wt, b, 0.1, 1e-5) * c).sum()).detach().reshape({1});
+    dist::all_reduce(l);
+    return l.item();
+  };
+  Tensor<double>((F::sync_batch_norm(mine, {}, {}, weight, bias, 0.1, 1e-5) * c).sum()).backward();
+  const double h = 1e-6;
+  dl::NoGradGuard no_grad;
+  double worst = 0;
+  for (int owner = 0; owner < w; ++owner)
+    for (int64_t i = 0; i < share_size(owner) * C * L; ++i) {
+      Tensor<double> xp = mine.detach().clone(), xm = mine.detach().clone();
+      if (owner == r) {
+        xp.data()[i] += h;
+        xm.data()[i] -= h;
+      }
+      const double fd = (global_loss(xp, weight, bias) - global_loss(xm, weight, bias)) / (2 * h);
+      if (owner == r) worst = std::max(worst, std::abs(fd - mine.grad().data()[i]));
+    }
+  CHECK(worst < 1e-6);
+  Tensor<double> gw = weight.grad().clone(), gb = bias.grad().clone();
+  dist::all_reduce(gw);
+  dist::all_reduce(gb);
+  for (int64_t k = 0; k < C; ++k) {
+    Tensor<double> wp = weight.detach().clone(), wm = weight.detach().clone(), bp = bias.detach().clone(), bm = bias.detach().clone();
+    wp.data()[k] += h;
+    wm.data()[k] -= h;
+    bp.data()[k] += h;
+    bm.data()[k] -= h;
+    CHECK(std::abs((global_loss(mine.detach(), wp, bias) - global_loss(mine.detach(), wm, bias)) / (2 * h) - gw.data()[k]) < 1e-6);
+    CHECK(std::abs((global_loss(mine.detach(), weight, bp) - global_loss(mine.detach(), weight, bm)) / (2 * h) - gb.data()[k]) < 1e-6);
+  }
+}
+
+TEST_CASE("DDP with convert_sync_batchnorm: a CNN on world ranks matches one process with the whole batch") {
+  const int w = world(), r = rank();
+  const int64_t B = 4;
+  dl::manual_seed(12);
+  Cnn ref, net;
+  net.load_state_dict(ref.state_dict());
+  nn::convert_sync_batchnorm(net);
+  nn::parallel::DistributedDataParallel ddp(net);
+  dl::optim::SGD opt(net.parameters(), {.lr = 0.1, .momentum = 0.9});
+  dl::optim::SGD opt_ref(ref.parameters(), {.lr = 0.1, .momentum = 0.9});
+  for (int step = 0; step < 3; ++step) {
+    Data d = batch({1, 8, 8}, B * w, 200 + uint64_t(step));
+    opt.zero_grad();
+    F::cross_entropy(ddp(d.x.narrow(0, r * B, B)), d.y.narrow(0, r * B, B)).backward();
+    opt.step();
+    opt_ref.zero_grad();
+    F::cross_entropy(ref(d.x), d.y).backward();  // BatchNorm over the whole batch, as SyncBatchNorm's
+    opt_ref.step();
+  }
+  auto a = params_of(net), b = params_of(ref);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(dl::allclose(a[i], b[i], 1e-4, 1e-5));
+  CHECK(dl::allclose(net.bn.running_mean, ref.bn.running_mean, 1e-4, 1e-5));
+  CHECK(dl::allclose(net.bn.running_var, ref.bn.running_var, 1e-4, 1e-5));
+}
+
+TEST_CASE("SyncBatchNorm: errors, and a group of one process is BatchNorm") {
+  nn::SyncBatchNorm sync(2);
+  CHECK(contains(error_of([&] { (void)sync(dl::randn<float>({2})); }), "expected at least 2D input (got 1D input)"));
+  CHECK(contains(error_of([&] { (void)sync(dl::randn<float>({4, 3})); }), "expected input with 2 channels (dim 1), got input of shape [4, 3]"));
+  // No sample on any rank: every rank learns it after the collective.
+  CHECK(contains(error_of([&] { (void)sync(dl::randn<float>({0, 2})); }),
+                 "SyncBatchNorm: Expected more than 1 value per channel when training, got 0 over the group's ranks"));
+  dist::Group solo = dist::new_group({0});
+  nn::SyncBatchNorm one(2, {.process_group = solo});
+  nn::BatchNorm1d ref(2);
+  Tensor<float> x = dl::randn<float>({5, 2});
+  if (rank() == 0) {
+    CHECK(dl::allclose(one(x), ref(x), 1e-6, 1e-6));
+    CHECK(dl::allclose(one.running_var, ref.running_var, 1e-6, 1e-6));
+  } else {
+    CHECK(contains(error_of([&] { (void)one(x); }), "SyncBatchNorm: this process (rank " + std::to_string(rank()) +
+                                                       ") is not a member of the process group [0]"));
+  }
 }
 
 int main(int argc, char** argv) {

@@ -4,5 +4,6 @@
 #pragma once
 
 #include "distributed/collectives.hpp"
+#include "distributed/functional.hpp"
 #include "distributed/init.hpp"
 #include "distributed/process_group.hpp"

@@ -4,6 +4,7 @@
 //   nn::BatchNorm2d<16> bn;   nn::BatchNorm2d bn2(16, {.momentum = 0.1});   nn::GroupNorm<2, 6> gn;
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,16 @@ struct BatchNormOptions {
 
 namespace detail {
 
+class BatchNormBase;
+
+/// Makes a BatchNorm take its training statistics from every rank of a process group: set by
+/// nn::SyncBatchNorm and nn::convert_sync_batchnorm (dl/nn/parallel/sync_batchnorm.hpp).
+struct BatchNormSync {
+  virtual ~BatchNormSync() = default;
+  /// The training-mode forward; `momentum` is the running statistics' factor for this batch.
+  virtual Tensor<float> forward(BatchNormBase& bn, const Tensor<float>& x, double momentum) = 0;
+};
+
 /// What BatchNorm1d/2d/3d share: affine parameters, running statistics and the forward rule.
 class BatchNormBase : public Module {
  public:
@@ -38,6 +49,8 @@ class BatchNormBase : public Module {
   double eps;
   std::optional<double> momentum;
   bool affine, track_running_stats;
+  /// Set: training statistics over a process group's ranks (SyncBatchNorm); null: this process's.
+  std::shared_ptr<BatchNormSync> sync;
 
   void reset_running_stats();
   void reset_parameters();
@@ -171,6 +184,7 @@ Tensor<float> BatchNormBase::run(const X& x) {
     }
     if (!momentum) factor = 1.0 / double(num_batches_tracked.item());  // cumulative moving average
   }
+  if (sync && is_training()) return sync->forward(*this, Tensor<float>(x), factor);
   // In training the batch statistics are used; in eval too when there are no running statistics.
   const bool use_batch_stats = is_training() || !running_mean.defined();
   const bool update = !is_training() || track_running_stats;

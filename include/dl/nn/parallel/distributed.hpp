@@ -33,6 +33,7 @@
 #include "../../autograd/engine.hpp"
 #include "../../distributed/collectives.hpp"
 #include "../module.hpp"
+#include "sync_batchnorm.hpp"
 
 namespace dl::nn::parallel {
 
