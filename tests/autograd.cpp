@@ -437,6 +437,109 @@ TEST_CASE("custom autograd Functions") {
   CHECK_THROWS_WITH_AS(r.sum().backward(), doctest::Contains("modified by an inplace operation"), dl::Error);
 }
 
+namespace {
+// libtorch's own examples of custom functions (docs: "C++ autograd"), spelled as libtorch spells them.
+struct LinearFunction : ag::Function<LinearFunction> {
+  static Tensor<double> forward(ag::AutogradContext* ctx, Tensor<double> input, Tensor<double> weight, Tensor<double> bias = {}) {
+    ctx->save_for_backward({input, weight, bias});
+    Tensor<double> output = dl::matmul(input, weight.t());
+    if (bias.defined()) output = output + bias.unsqueeze(0).expand_as(output);
+    return output;
+  }
+  static std::vector<Tensor<double>> backward(ag::AutogradContext* ctx, std::vector<Tensor<double>> grad_outputs) {
+    auto saved = ctx->get_saved_variables<double>();
+    auto input = saved[0], weight = saved[1], bias = saved[2];
+    auto grad_output = grad_outputs[0];
+    Tensor<double> grad_input = ctx->needs_input_grad(0) ? dl::matmul(grad_output, weight) : Tensor<double>();
+    Tensor<double> grad_weight = ctx->needs_input_grad(1) ? dl::matmul(grad_output.t(), input) : Tensor<double>();
+    Tensor<double> grad_bias = bias.defined() ? Tensor<double>(grad_output.sum(0)) : Tensor<double>();
+    return {grad_input, grad_weight, grad_bias};
+  }
+};
+struct MulConstant : ag::Function<MulConstant> {
+  static Tensor<float> forward(ag::AutogradContext* ctx, Tensor<float> tensor, double constant) {
+    ctx->saved_data["constant"] = constant;
+    ctx->saved_data["calls"] = 1;
+    return tensor * float(constant);
+  }
+  static ag::variable_list backward(ag::AutogradContext* ctx, ag::variable_list grad_outputs) {
+    // one gradient per argument; the double's is undefined
+    return {grad_outputs[0] * float(ctx->saved_data["constant"].toDouble() * double(ctx->saved_data["calls"].toInt())), Tensor<float>()};
+  }
+};
+/// Two outputs, the second (a mask) not differentiable; materialize_grads off.
+struct SplitMask : ag::Function<SplitMask> {
+  static std::vector<Tensor<double>> forward(ag::AutogradContext* ctx, const Tensor<double>& x) {
+    Tensor<double> mask = dl::cast<double>(x > 0.0);
+    ctx->mark_non_differentiable(mask);
+    ctx->set_materialize_grads(false);
+    ctx->save_for_backward(x);
+    return {Tensor<double>(x * x), mask};
+  }
+  static std::vector<Tensor<double>> backward(ag::AutogradContext* ctx, std::vector<Tensor<double>> g) {
+    CHECK(g.size() == 2);
+    CHECK_FALSE(g[1].defined());  // the mask took no part: undefined, not zeros
+    if (!g[0].defined()) return {Tensor<double>()};
+    return {Tensor<double>(g[0] * ctx->get_saved_variables<double>()[0] * 2.0)};
+  }
+};
+}  // namespace
+
+TEST_CASE("custom autograd Functions in libtorch's spelling: AutogradContext*, variable_list, saved_data accessors") {
+  Tensor<double> in = rnd({4, 3}), w = rnd({2, 3}), b = rnd({2});
+  CHECK(ag::gradcheck([](auto& v) { return LinearFunction::apply(v[0], v[1], v[2]); }, {in, w, b}));
+  CHECK(ag::gradcheck([](auto& v) { return LinearFunction::apply(v[0], v[1]); }, {in, w}));  // bias undefined, saved anyway
+  // needs_input_grad: an input that does not require grad gets none computed.
+  Tensor<double> x0 = rnd({4, 3}), w0 = rnd({2, 3}).requires_grad_();
+  LinearFunction::apply(x0, w0).sum().backward();
+  CHECK(w0.grad().defined());
+  CHECK(dl::allclose(w0.grad(), dl::matmul(dl::ones<double>({2, 4}), x0)));
+
+  Tensor<float> x = dl::tensor<float>({1, -2, 3}).requires_grad_();
+  Tensor<float> y = MulConstant::apply(x, 5.5);
+  CHECK(y.grad_fn()->name() == "MulConstantBackward");
+  CHECK(y.at(2) == doctest::Approx(16.5));
+  y.sum().backward();
+  CHECK(x.grad().at(1) == doctest::Approx(5.5));
+
+  Tensor<double> z = dl::tensor<double>({-1.0, 2.0, 3.0}).requires_grad_();
+  auto outs = SplitMask::apply(z);
+  CHECK(outs[0].requires_grad());
+  CHECK_FALSE(outs[1].requires_grad());
+  CHECK(outs[1].at(0) == 0.0);
+  outs[0].sum().backward();
+  CHECK(z.grad().at(2) == doctest::Approx(6.0));
+  CHECK(ag::gradcheck([](auto& v) { return SplitMask::apply(v[0])[0]; }, {rnd({5})}));
+
+  // saved_data accessors say what the value holds.
+  ag::Context ctx;
+  ctx.saved_data["k"] = std::string("text");
+  ctx.saved_data["n"] = int64_t(3);
+  ctx.saved_data["t"] = dl::ones<float>({2});
+  CHECK(ctx.saved_data["n"].toDouble() == 3.0);
+  CHECK(ctx.saved_data["t"].toTensor().sum().item() == 2.0f);
+  CHECK_THROWS_WITH_AS(ctx.saved_data["k"].toDouble(), doctest::Contains("toDouble() needs a double, but the value holds std::"), dl::Error);
+  CHECK_THROWS_WITH_AS(ctx.saved_data["missing"].toInt(), doctest::Contains("toInt() needs an integer, but the value holds nothing"),
+                       dl::Error);
+  CHECK(std::any_cast<int64_t>(ctx.saved_data["n"]) == 3);  // still a std::any
+}
+
+TEST_CASE("custom Functions: a gradient for a non-tensor argument, or the wrong count, is an error") {
+  struct BadArg : ag::Function<BadArg> {
+    static Tensor<float> forward(ag::AutogradContext*, Tensor<float> x, double) { return x * 2.0f; }
+    static ag::variable_list backward(ag::AutogradContext*, ag::variable_list g) { return {g[0] * 2.0f, g[0]}; }
+  };
+  struct TooMany : ag::Function<TooMany> {
+    static Tensor<float> forward(ag::AutogradContext*, Tensor<float> x) { return x * 2.0f; }
+    static ag::variable_list backward(ag::AutogradContext*, ag::variable_list g) { return {g[0], g[0], g[0]}; }
+  };
+  Tensor<float> x = dl::ones<float>({2}).requires_grad_();
+  CHECK_THROWS_WITH_AS(BadArg::apply(x, 1.0).sum().backward(),
+                       doctest::Contains("function BadArgBackward returned a gradient for argument 1, which is not a tensor"), dl::Error);
+  CHECK_THROWS_WITH_AS(TooMany::apply(x).sum().backward(),
+                       doctest::Contains("function TooManyBackward returned an incorrect number of gradients (expected 1, got 3)"), dl::Error);
+}
+
 TEST_CASE("gradcheck reports a wrong backward") {
   struct Wrong : ag::Function<Wrong> {
     static Tensor<double> forward(ag::Context&, const Tensor<double>& x) { return Tensor<double>(x * x); }
