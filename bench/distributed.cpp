@@ -73,12 +73,14 @@ struct Mlp : nn::Module {
 void bench_ddp(int rounds) {
   const int rank = dist::get_rank(), world = dist::get_world_size();
   dl::manual_seed(0);
-  Mlp a, b;
+  Mlp a, b, c;
   b.load_state_dict(a.state_dict());
+  c.load_state_dict(a.state_dict());
   int64_t params = 0;
   for (auto& p : a.parameters()) params += p.numel();
-  nn::parallel::DistributedDataParallel ddp(a);
-  dl::optim::SGD opt_a(a.parameters(), {.lr = 0.01}), opt_b(b.parameters(), {.lr = 0.01});
+  nn::parallel::DistributedDataParallel ddp(a), ddp16(c);
+  ddp16.register_comm_hook(nn::parallel::comm_hooks::fp16_compress_hook);
+  dl::optim::SGD opt_a(a.parameters(), {.lr = 0.01}), opt_b(b.parameters(), {.lr = 0.01}), opt_c(c.parameters(), {.lr = 0.01});
   const int64_t batch = 32;
   Tensor<float> x = dl::randn<float>({batch, 1024});
   Tensor<int64_t> y = dl::randint<int64_t>(0, 10, {batch});
@@ -86,6 +88,11 @@ void bench_ddp(int rounds) {
     opt_a.zero_grad();
     F::cross_entropy(ddp(x), y).backward();
     opt_a.step();
+  };
+  auto fp16_step = [&] {  // the same through fp16_compress_hook: half the bytes, two conversions
+    opt_c.zero_grad();
+    F::cross_entropy(ddp16(x), y).backward();
+    opt_c.step();
   };
   auto blocking_step = [&] {  // what libtorch users write: all-reduce once backward has finished
     opt_b.zero_grad();
@@ -105,15 +112,20 @@ void bench_ddp(int rounds) {
   };
   for (int k = 0; k < 3; ++k) {
     ddp_step();
+    fp16_step();
     blocking_step();
   }
-  std::vector<double> t_ddp, t_block, t_local;
+  std::vector<double> t_ddp, t_fp16, t_block, t_local;
   const int reps = 5;
   for (int r = 0; r < rounds; ++r) {
     dist::barrier();
     double t0 = now_us();
     for (int k = 0; k < reps; ++k) ddp_step();
     t_ddp.push_back((now_us() - t0) / reps / 1000);
+    dist::barrier();
+    t0 = now_us();
+    for (int k = 0; k < reps; ++k) fp16_step();
+    t_fp16.push_back((now_us() - t0) / reps / 1000);
     dist::barrier();
     t0 = now_us();
     for (int k = 0; k < reps; ++k) blocking_step();
@@ -127,6 +139,7 @@ void bench_ddp(int rounds) {
     std::printf("# DDP step, MLP of %.1f M parameters, batch %lld per rank, %d ranks, %d threads each, %zu buckets\n",
                 double(params) / 1e6, (long long)batch, world, dl::get_num_threads(), ddp.bucket_parameter_names().size());
     std::printf("ddp_step_overlapped %.2f ms\n", median(t_ddp));
+    std::printf("ddp_step_fp16_compress_hook %.2f ms\n", median(t_fp16));
     std::printf("ddp_step_blocking_allreduce %.2f ms\n", median(t_block));
     std::printf("step_without_communication %.2f ms\n", median(t_local));
     const auto& st = ddp.stats();

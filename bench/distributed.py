@@ -143,6 +143,8 @@ def main():
     d_ov, d_bl, d_lo = med(dl_runs, "ddp_step_overlapped"), med(dl_runs, "ddp_step_blocking_allreduce"), med(dl_runs, "step_without_communication")
     t_ov = med(torch_runs, "ddp_step_overlapped")
     print(f"| DDP step, buckets during backward | {d_ov:.2f} ms | | | {t_ov:.2f} ms | {t_ov / d_ov:.2f}x |")
+    if "ddp_step_fp16_compress_hook" in dl_runs[0]:
+        print(f"| same step, fp16_compress_hook | {med(dl_runs, 'ddp_step_fp16_compress_hook'):.2f} ms | | | | |")
     print(f"| same step, one all-reduce after backward | {d_bl:.2f} ms | | | | |")
     print(f"| same step, no communication | {d_lo:.2f} ms | | | | |")
 

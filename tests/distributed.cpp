@@ -11,6 +11,7 @@
 #include <dl/optim.hpp>
 
 #include <cmath>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -680,6 +681,63 @@ TEST_CASE("SyncBatchNorm: errors, and a group of one process is BatchNorm") {
     CHECK(contains(error_of([&] { (void)one(x); }), "SyncBatchNorm: this process (rank " + std::to_string(rank()) +
                                                        ") is not a member of the process group [0]"));
   }
+}
+
+// ---------------------------------------------------------------- DDP communication hooks
+
+namespace {
+/// The gradients after one DDP backward of the MLP on this rank's share of a fixed batch.
+std::vector<Tensor<float>> ddp_grads(const std::function<void(nn::parallel::DistributedDataParallel<Mlp>&)>& setup) {
+  dl::manual_seed(21);
+  Mlp net;
+  nn::parallel::DistributedDataParallel ddp(net, {.bucket_cap_mb = 0.002});
+  setup(ddp);
+  Data d = batch({8}, 4 * world(), 77);
+  F::cross_entropy(ddp(d.x.narrow(0, rank() * 4, 4)), d.y.narrow(0, rank() * 4, 4)).backward();
+  std::vector<Tensor<float>> g;
+  for (auto& p : net.parameters()) g.push_back(p.grad().clone());
+  return g;
+}
+}  // namespace
+
+TEST_CASE("DDP communication hooks: the result a hook leaves in the bucket becomes grad()") {
+  const auto plain = ddp_grads([](auto&) {});
+  // A hook of one's own: sums instead of averaging, and sees every bucket once, in order.
+  std::vector<size_t> seen;
+  size_t last = 0, grads_seen = 0;
+  const auto summed = ddp_grads([&](auto& ddp) {
+    ddp.register_comm_hook([&](nn::parallel::GradBucket& b) {
+      seen.push_back(b.index());
+      if (b.is_last()) last = b.index();
+      grads_seen += b.gradients().size();
+      CHECK(b.gradients().size() == b.parameters().size());
+      return dist::all_reduce(b.buffer(), {.group = b.group(), .async_op = true});
+    });
+  });
+  CHECK(seen.size() == 2);  // the 2 KB cap: {fc3, fc2} then {fc1}
+  for (size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == i);
+  CHECK(last == seen.size() - 1);
+  CHECK(grads_seen == 6);  // three Linear layers' weights and biases
+  for (size_t i = 0; i < plain.size(); ++i) CHECK(dl::allclose(summed[i], plain[i] * float(world()), 1e-5, 1e-6));
+  // The built-in hooks: the same average through 16-bit numbers.
+  const auto fp16 = ddp_grads([](auto& ddp) { ddp.register_comm_hook(nn::parallel::comm_hooks::fp16_compress_hook); });
+  const auto bf16 = ddp_grads([](auto& ddp) { ddp.register_comm_hook(nn::parallel::comm_hooks::bf16_compress_hook); });
+  const auto dflt = ddp_grads([](auto& ddp) { ddp.register_comm_hook(nn::parallel::comm_hooks::allreduce_hook); });
+  bool fp16_rounded = false;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    CHECK(dl::equal(dflt[i], plain[i]));
+    CHECK(dl::allclose(fp16[i], plain[i], 2e-3, 1e-5));
+    CHECK(dl::allclose(bf16[i], plain[i], 2e-2, 1e-4));
+    fp16_rounded = fp16_rounded || !dl::equal(fp16[i], plain[i]);
+  }
+  CHECK(fp16_rounded);  // the values did travel as float16
+  // Once only.
+  dl::manual_seed(21);
+  Mlp net;
+  nn::parallel::DistributedDataParallel ddp(net);
+  ddp.register_comm_hook(nn::parallel::comm_hooks::fp16_compress_hook);
+  CHECK(contains(error_of([&] { ddp.register_comm_hook(nn::parallel::comm_hooks::allreduce_hook); }),
+                 "register_comm_hook can only be called once"));
 }
 
 int main(int argc, char** argv) {

@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -33,6 +34,7 @@
 #include "../../autograd/engine.hpp"
 #include "../../distributed/collectives.hpp"
 #include "../module.hpp"
+#include "comm_hooks.hpp"
 #include "sync_batchnorm.hpp"
 
 namespace dl::nn::parallel {
@@ -117,6 +119,12 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   }
 
   bool require_sync = true;
+  /// Replaces the average all-reduce of each bucket (set once, before training).
+  void set_comm_hook(CommHook hook) {
+    DL_CHECK(!comm_hook_, "DistributedDataParallel: register_comm_hook can only be called once");
+    DL_CHECK(hook, "DistributedDataParallel: register_comm_hook was given an empty hook");
+    comm_hook_ = std::move(hook);
+  }
   const DistributedDataParallelStats& stats() const { return stats_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
   const std::vector<Param>& params() const { return params_; }
@@ -201,8 +209,19 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       Bucket& b = buckets_[next_bucket_++];
       stats_.bucket_start_ms.push_back(ms_since_start());
       b.launched = true;
-      b.work = distributed::all_reduce(AnyTensor(b.flat),
-                                       {.op = distributed::ReduceOp::AVG, .group = options_.process_group, .async_op = true});
+      if (comm_hook_) {
+        std::vector<AnyTensor> grads, params;
+        for (size_t i : b.params) {
+          grads.push_back(AnyTensor(slot(i)));
+          params.push_back(params_[i].tensor);
+        }
+        GradBucket gb(next_bucket_ - 1, next_bucket_ == buckets_.size(), AnyTensor(b.flat), std::move(grads), std::move(params),
+                      options_.process_group);
+        b.work = comm_hook_(gb);
+      } else {
+        b.work = distributed::all_reduce(AnyTensor(b.flat),
+                                         {.op = distributed::ReduceOp::AVG, .group = options_.process_group, .async_op = true});
+      }
     }
   }
 
@@ -259,6 +278,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   }
 
   DistributedDataParallelOptions options_;
+  CommHook comm_hook_;
   std::vector<Param> params_;
   std::vector<Bucket> buckets_;
   size_t next_bucket_ = 0;
@@ -403,6 +423,11 @@ class DistributedDataParallel {
     bool prev_;
   };
   [[nodiscard]] NoSync no_sync() { return NoSync(*reducer_); }
+
+  /// Replaces the all-reduce (average) of each gradient bucket by `hook` (PyTorch's
+  /// register_comm_hook; state is captured by the callable): e.g. comm_hooks::fp16_compress_hook
+  /// sends half the bytes. Call it once, before the first backward.
+  void register_comm_hook(CommHook hook) { reducer_->set_comm_hook(std::move(hook)); }
 
   /// Bucket start times and the end of backward in the last iteration.
   const DistributedDataParallelStats& stats() const { return reducer_->stats(); }
