@@ -22,10 +22,10 @@
 //   struct MulConstant : dl::autograd::Function<MulConstant> {
 //     static dl::Tensor<float> forward(dl::autograd::AutogradContext* ctx, dl::Tensor<float> x, double c) {
 //       ctx->saved_data["c"] = c;
-//       return x * c;
+//       return x * float(c);
 //     }
 //     static dl::autograd::variable_list backward(dl::autograd::AutogradContext* ctx, dl::autograd::variable_list g) {
-//       return {g[0] * ctx->saved_data["c"].toDouble(), dl::Tensor<float>()};
+//       return {g[0] * float(ctx->saved_data["c"].toDouble()), dl::Tensor<float>()};
 //     }
 //   };
 #pragma once
