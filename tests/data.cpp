@@ -420,6 +420,34 @@ TEST_CASE("default_collate stacks tensors and numbers, field by field") {
 
 // =============================================================================== DataLoader
 
+namespace {
+// libtorch's style: a base class, get(size_t), .map(...) chained.
+struct Ramp : data::Dataset<Ramp> {
+  int64_t n = 10;
+  int64_t size() const { return n; }
+  std::pair<Tensor<float>, int64_t> get(size_t i) const { return {dl::full<float>({3}, float(i)), int64_t(i) % 2}; }
+};
+}  // namespace
+
+TEST_CASE("data::Dataset<Self>: libtorch's base, .map chained, into a DataLoader") {
+  auto scaled = Ramp{}.map([](const std::pair<Tensor<float>, int64_t>& s) { return std::make_pair(Tensor<float>(s.first * 2.0f), s.second); })
+                    .map([](const std::pair<Tensor<float>, int64_t>& s) { return std::make_pair(Tensor<float>(s.first + 1.0f), s.second); });
+  CHECK(scaled.size() == 10);
+  CHECK(scaled.get(3).first.at(0) == 7.0f);
+  Ramp big;
+  big.n = 6;
+  auto halved = big.map([](const std::pair<Tensor<float>, int64_t>& s) { return Tensor<float>(s.first * 0.5f); });
+  CHECK(halved.size() == 6);  // a copy of the dataset as it was
+  int64_t seen = 0;
+  for (auto& [x, y] : data::DataLoader(scaled, {.batch_size = 4})) {
+    CHECK(x.shape() == dl::Shape{x.size(0), 3});
+    CHECK(x.at(0, 0) == float(2 * seen + 1));
+    CHECK(y.at(0) == seen % 2);
+    seen += x.size(0);
+  }
+  CHECK(seen == 10);
+}
+
 TEST_CASE("DataLoader: batch shapes, drop_last, order, len") {
   data::TensorDataset ds(dl::arange<float>(0, 30).reshape({10, 3}), dl::arange(10));
   data::DataLoader loader(ds, {.batch_size = 4});

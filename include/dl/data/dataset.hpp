@@ -218,10 +218,46 @@ class MapDataset {
   int64_t size() const { return int64_t(detail::deref(dataset_).size()); }
   auto get(int64_t i) const { return std::invoke(fn_, detail::deref(dataset_).get(i)); }
   const dataset_value_t<D>& dataset() const { return detail::deref(dataset_); }
+  /// Another transform after this one (libtorch's chained .map(...)).
+  template <class G>
+  auto map(G fn) const& {
+    return MapDataset<MapDataset, G>(*this, std::move(fn));
+  }
 
  private:
   D dataset_;
   F fn_;
+};
+
+/// An optional base for your own dataset, as libtorch's torch::data::Dataset<Self>:
+///   struct Images : data::Dataset<Images> {
+///     int64_t size() const { ... }
+///     std::pair<Tensor<float>, int64_t> get(int64_t i) const { ... }
+///   };
+///   data::DataLoader loader(Images{...}.map(normalize), {.batch_size = 64});
+/// Nothing is virtual and the sample type is yours; the base adds .map(fn) (a MapDataset over a
+/// copy of the dataset; pass std::ref to share it). Any class with size() and a const get(i) is a
+/// dataset without it.
+template <class Self>
+struct Dataset {
+  template <class F>
+  auto map(F fn) const& {
+    check();
+    return MapDataset<Self, F>(static_cast<const Self&>(*this), std::move(fn));
+  }
+  template <class F>
+  auto map(F fn) && {
+    check();
+    return MapDataset<Self, F>(std::move(static_cast<Self&>(*this)), std::move(fn));
+  }
+
+ private:
+  static constexpr void check() {
+    static_assert(std::derived_from<Self, Dataset<Self>>, "data::Dataset<Self>: derive as `struct Self : data::Dataset<Self>`");
+    static_assert(requires(const Self& d) { d.size(); }, "data::Dataset<Self>: Self needs `int64_t size() const` (the number of samples)");
+    static_assert(requires(const Self& d, int64_t i) { d.get(i); },
+                  "data::Dataset<Self>: Self needs `Sample get(int64_t i) const` (const: loader threads call it at once)");
+  }
 };
 
 /// Splits a dataset into non-overlapping random subsets of the given lengths (which must sum to
