@@ -97,6 +97,24 @@ Tensor<T> cross_entropy(const E& input, const Tensor<expr::value_type_t<E>>& tar
 template <expression E, class T = expr::value_type_t<E>>
 Tensor<T> nll_loss(const E& input, const Tensor<int64_t>& target, const NLLLossOptions<T>& options = {});
 
+/// A target of another element type (int32 labels, float labels for double logits): refused with
+/// the conversion to write, as PyTorch's "expected scalar type Long".
+template <expression E, scalar_type U, class T = expr::value_type_t<E>>
+  requires(!std::is_same_v<U, int64_t> && !std::is_same_v<U, T>)
+Tensor<T> cross_entropy(const E&, const Tensor<U>&, const CrossEntropyOptions<T>& = {}) {
+  static_assert(std::is_same_v<U, int64_t>,
+                "cross_entropy: class-index targets are Tensor<int64_t> (PyTorch's Long) and class probabilities have the "
+                "input's element type; convert the target with .to<int64_t>()");
+  return {};
+}
+template <expression E, scalar_type U, class T = expr::value_type_t<E>>
+  requires(!std::is_same_v<U, int64_t>)
+Tensor<T> nll_loss(const E&, const Tensor<U>&, const NLLLossOptions<T>& = {}) {
+  static_assert(std::is_same_v<U, int64_t>,
+                "nll_loss: targets are class indices, Tensor<int64_t> (PyTorch's Long); convert the target with .to<int64_t>()");
+  return {};
+}
+
 /// (input - target)^2; the operands broadcast. Differentiable with respect to both.
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> mse_loss(const A& input, const B& target, LossOptions options = {});
