@@ -518,6 +518,7 @@ TEST_CASE("functional::all_reduce: each rank's input receives the gradient of ev
   CHECK(contains(error_of([&] { (void)dist::functional::all_reduce(x, {.op = dist::ReduceOp::MAX}); }),
                  "ReduceOp::MAX has no gradient; differentiable all-reduces take SUM or AVG"));
   CHECK(dist::functional::all_reduce(x.detach(), {.op = dist::ReduceOp::MAX}).data()[0] == float(w));
+  CHECK(contains(error_of([] { (void)dist::functional::all_reduce(Tensor<float>()); }), "functional::all_reduce: the tensor is undefined"));
 }
 
 namespace {
@@ -738,6 +739,9 @@ TEST_CASE("DDP communication hooks: the result a hook leaves in the bucket becom
   ddp.register_comm_hook(nn::parallel::comm_hooks::fp16_compress_hook);
   CHECK(contains(error_of([&] { ddp.register_comm_hook(nn::parallel::comm_hooks::allreduce_hook); }),
                  "register_comm_hook can only be called once"));
+  Mlp other;
+  nn::parallel::DistributedDataParallel ddp2(other);
+  CHECK(contains(error_of([&] { ddp2.register_comm_hook(nn::parallel::CommHook{}); }), "register_comm_hook was given an empty hook"));
 }
 
 int main(int argc, char** argv) {

@@ -36,6 +36,7 @@
 #include <cxxabi.h>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <typeinfo>
@@ -63,16 +64,12 @@ class SavedValue : public std::any {
   double toDouble() const {
     if (const auto* v = std::any_cast<double>(this)) return *v;
     if (const auto* v = std::any_cast<float>(this)) return *v;
-    if (has_value() && is_integer()) return double(toInt());
+    if (const auto i = as_int()) return double(*i);
     throw_wrong("toDouble", "a double");
   }
   /// An integer value (any integer type) as int64_t.
   int64_t toInt() const {
-    if (const auto* v = std::any_cast<int64_t>(this)) return *v;
-    if (const auto* v = std::any_cast<int>(this)) return *v;
-    if (const auto* v = std::any_cast<long long>(this)) return int64_t(*v);
-    if (const auto* v = std::any_cast<uint64_t>(this)) return int64_t(*v);
-    if (const auto* v = std::any_cast<unsigned>(this)) return int64_t(*v);
+    if (const auto i = as_int()) return *i;
     throw_wrong("toInt", "an integer");
   }
   bool toBool() const {
@@ -92,9 +89,13 @@ class SavedValue : public std::any {
   }
 
  private:
-  bool is_integer() const {
-    return std::any_cast<int64_t>(this) || std::any_cast<int>(this) || std::any_cast<long long>(this) ||
-           std::any_cast<uint64_t>(this) || std::any_cast<unsigned>(this);
+  std::optional<int64_t> as_int() const {
+    if (const auto* v = std::any_cast<int64_t>(this)) return *v;
+    if (const auto* v = std::any_cast<int>(this)) return *v;
+    if (const auto* v = std::any_cast<long long>(this)) return int64_t(*v);
+    if (const auto* v = std::any_cast<uint64_t>(this)) return int64_t(*v);
+    if (const auto* v = std::any_cast<unsigned>(this)) return int64_t(*v);
+    return std::nullopt;
   }
   [[noreturn]] void throw_wrong(const char* call, const char* wanted) const {
     int status = 0;
