@@ -14,6 +14,14 @@
 // (Meson: dependency('mpi', language: 'cpp'); by hand: mpicxx, or `pkg-config --cflags --libs ompi-cxx`).
 #pragma once
 
+// dl uses MPI's C interface only: skip the deprecated C++ bindings (parse time, and -Wextra
+// warnings inside OpenMPI's own headers).
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <algorithm>

@@ -140,7 +140,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       for (size_t o : open)
         if (buckets_[o].dtype == p.tensor.dtype() && buckets_[o].device == p.tensor.device()) bi = o;
       if (bi == buckets_.size()) {
-        buckets_.push_back({p.tensor.dtype(), p.tensor.device()});
+        Bucket fresh;
+        fresh.dtype = p.tensor.dtype();
+        fresh.device = p.tensor.device();
+        buckets_.push_back(std::move(fresh));
         open.push_back(bi);
       }
       Bucket& b = buckets_[bi];
