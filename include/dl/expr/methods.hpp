@@ -211,6 +211,26 @@ struct ExprBase {
   }
   /// Materialises the expression into a tensor.
   auto eval() const { return tensor_t<Derived>(self()); }
+
+  // -------------------------------------------------------------------- shapes of the value
+  // An expression has no storage to view: these evaluate it once and return the view (or copy) of
+  // the new tensor, so PyTorch chains such as `(w * 0.1).view_as(p)` read the same. Tensor declares
+  // its own, which view its storage.
+  auto view(Shape shape) const { return eval().view(std::move(shape)); }
+  auto reshape(Shape shape) const { return eval().reshape(std::move(shape)); }
+  template <class Other>
+  auto view_as(const Other& other) const { return eval().view(other.shape()); }
+  template <class Other>
+  auto reshape_as(const Other& other) const { return eval().reshape(other.shape()); }
+  auto flatten(int64_t start_dim = 0, int64_t end_dim = -1) const { return eval().flatten(start_dim, end_dim); }
+  auto unsqueeze(int64_t dim) const { return eval().unsqueeze(dim); }
+  auto squeeze() const { return eval().squeeze(); }
+  auto squeeze(int64_t dim) const { return eval().squeeze(dim); }
+  auto transpose(int64_t dim0, int64_t dim1) const { return eval().transpose(dim0, dim1); }
+  auto t() const { return eval().t(); }
+  auto permute(Dims dims) const { return eval().permute(std::move(dims)); }
+  auto detach() const { return eval().detach(); }
+  auto contiguous() const { return eval(); }
 };
 
 }  // namespace dl::expr

@@ -232,6 +232,17 @@ class Module {
     register_module_(name, module);
     return Registered<M>(std::move(module));
   }
+  /// Adds the submodule a libtorch module holder shares (`torch::nn::Linear` from dl/torch.hpp)
+  /// and returns the holder, as libtorch: `fc = register_module("fc", torch::nn::Linear(2, 3));`.
+  template <class H>
+    requires requires(const H& h) {
+      typename H::ContainedType;
+      { h.ptr() } -> std::convertible_to<std::shared_ptr<Module>>;
+    }
+  H register_module(const std::string& name, H holder) {
+    register_module_(name, holder.ptr());
+    return holder;
+  }
 
   // ------------------------------------------------------------------------ for implementers
   /// Visits this module's own members: DL_MODULE's, DL_BUFFERS', then the run-time registered.

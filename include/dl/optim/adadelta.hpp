@@ -23,7 +23,6 @@ namespace dl::optim {
   X(double, weight_decay, 0.0)   \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(Adadelta, DL_ADADELTA_FIELDS)
-#undef DL_ADADELTA_FIELDS
 
 template <scalar_type T>
 struct AdadeltaState {

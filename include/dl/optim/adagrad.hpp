@@ -24,7 +24,6 @@ namespace dl::optim {
   X(double, eps, 1e-10)                     \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(Adagrad, DL_ADAGRAD_FIELDS)
-#undef DL_ADAGRAD_FIELDS
 
 template <scalar_type T>
 struct AdagradState {

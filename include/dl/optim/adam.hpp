@@ -26,7 +26,6 @@ namespace dl::optim {
   X(bool, maximize, false)             \
   X(bool, decoupled_weight_decay, false)
 DL_OPTIM_OPTIONS(Adam, DL_ADAM_FIELDS)
-#undef DL_ADAM_FIELDS
 
 /// The state of Adam and AdamW.
 template <scalar_type T>

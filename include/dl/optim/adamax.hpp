@@ -22,7 +22,6 @@ namespace dl::optim {
   X(double, weight_decay, 0.0)         \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(Adamax, DL_ADAMAX_FIELDS)
-#undef DL_ADAMAX_FIELDS
 
 template <scalar_type T>
 struct AdamaxState {

@@ -20,7 +20,6 @@ namespace dl::optim {
   X(bool, amsgrad, false)              \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(AdamW, DL_ADAMW_FIELDS)
-#undef DL_ADAMW_FIELDS
 
 /// Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * weight_decay.
 DL_OPTIMIZER_CLASS(AdamW, AdamState)

@@ -25,7 +25,6 @@ namespace dl::optim {
   X(double, weight_decay, 0.0)   \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(ASGD, DL_ASGD_FIELDS)
-#undef DL_ASGD_FIELDS
 
 template <scalar_type T>
 struct ASGDState {

@@ -33,7 +33,6 @@ namespace dl::optim {
   X(int64_t, history_size, 100)                         \
   X(std::string, line_search_fn, "")
 DL_OPTIM_OPTIONS(LBFGS, DL_LBFGS_FIELDS)
-#undef DL_LBFGS_FIELDS
 
 /// The numbers PyTorch keeps in the state of the first parameter.
 template <scalar_type T>

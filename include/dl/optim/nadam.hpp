@@ -24,7 +24,6 @@ namespace dl::optim {
   X(bool, decoupled_weight_decay, false)  \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(NAdam, DL_NADAM_FIELDS)
-#undef DL_NADAM_FIELDS
 
 template <scalar_type T>
 struct NAdamState {

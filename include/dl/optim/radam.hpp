@@ -23,7 +23,6 @@ namespace dl::optim {
   X(bool, decoupled_weight_decay, false)  \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(RAdam, DL_RADAM_FIELDS)
-#undef DL_RADAM_FIELDS
 
 template <scalar_type T>
 struct RAdamState {

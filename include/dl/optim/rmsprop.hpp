@@ -26,7 +26,6 @@ namespace dl::optim {
   X(bool, centered, false)       \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(RMSprop, DL_RMSPROP_FIELDS)
-#undef DL_RMSPROP_FIELDS
 
 template <scalar_type T>
 struct RMSpropState {

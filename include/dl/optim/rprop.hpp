@@ -21,7 +21,6 @@ namespace dl::optim {
   X(Pair, step_sizes, Pair(1e-6, 50.0))  \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(Rprop, DL_RPROP_FIELDS)
-#undef DL_RPROP_FIELDS
 
 template <scalar_type T>
 struct RpropState {

@@ -24,7 +24,6 @@ namespace dl::optim {
   X(bool, nesterov, false)          \
   X(bool, maximize, false)
 DL_OPTIM_OPTIONS(SGD, DL_SGD_FIELDS)
-#undef DL_SGD_FIELDS
 
 template <scalar_type T>
 struct SGDState {

@@ -1,0 +1,243 @@
+// dl/torch/core.hpp — libtorch's spellings of tensors, dtypes, devices, seeds, guards, checks and
+// free functions (namespace torch), as thin names over dl's own (see dl/torch.hpp).
+//
+// torch::Tensor is dl::Tensor<float>: libtorch's default dtype, and dl's typed fast path. Tensors of
+// other element types are dl::Tensor<int64_t> etc. (`auto` keeps them); the dtype constants
+// (torch::kLong, torch::kFloat, ...) are tags that pick the element type when a tensor is made:
+// `torch::zeros({3}, torch::kLong)` is a dl::Tensor<int64_t>.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../dl.hpp"
+
+namespace torch {
+
+using Tensor = dl::Tensor<float>;
+using dl::AnyTensor;
+using dl::Device;
+using dl::DeviceType;
+using dl::kCPU;
+using dl::kCUDA;
+using dl::NoGradGuard;
+using dl::Shape;
+using dl::TensorOptions;
+using IntArrayRef = std::vector<int64_t>;
+using dl::autograd::EnableGradGuard;
+template <class T>
+using optional = std::optional<T>;
+using nullopt_t = std::nullopt_t;
+inline constexpr std::nullopt_t nullopt = std::nullopt;
+
+// ------------------------------------------------------------------------------ dtypes
+
+/// A dtype constant: the element type as a type (for the typed result) and as dl::ScalarType.
+template <class T>
+struct Dtype {
+  using type = T;
+  constexpr operator dl::ScalarType() const { return dl::dtype_of<T>; }
+};
+inline constexpr Dtype<float> kFloat{}, kFloat32{};
+inline constexpr Dtype<double> kDouble{}, kFloat64{};
+inline constexpr Dtype<dl::Half> kHalf{}, kFloat16{};
+inline constexpr Dtype<dl::BFloat16> kBFloat16{};
+inline constexpr Dtype<int64_t> kLong{}, kInt64{};
+inline constexpr Dtype<int32_t> kInt{}, kInt32{};
+inline constexpr Dtype<uint8_t> kUInt8{}, kByte{};
+inline constexpr Dtype<bool> kBool{};
+
+/// libtorch's reductions (at::Reduction::Mean etc.), for the loss functions below.
+namespace Reduction {
+enum Reduction { None, Mean, Sum };
+}  // namespace Reduction
+
+namespace detail {
+inline dl::nn::Reduction reduction(Reduction::Reduction r) {
+  return r == Reduction::None ? dl::nn::Reduction::none : r == Reduction::Sum ? dl::nn::Reduction::sum : dl::nn::Reduction::mean;
+}
+}  // namespace detail
+
+// ------------------------------------------------------------------------------ utilities
+
+/// The arguments streamed into one string (c10::str).
+template <class... Args>
+std::string str(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+inline void manual_seed(uint64_t seed) { dl::manual_seed(seed); }
+
+namespace cuda {
+/// Whether a CUDA device can be used: false in a build without dl/cuda.hpp (nvcc), as libtorch's CPU build.
+inline bool is_available() {
+  const auto& backend = dl::detail::cuda_backend();
+  return backend.device_count && backend.device_count() > 0;
+}
+inline int64_t device_count() {
+  const auto& backend = dl::detail::cuda_backend();
+  return backend.device_count ? backend.device_count() : 0;
+}
+inline void manual_seed(uint64_t seed) { dl::manual_seed(seed); }
+inline void manual_seed_all(uint64_t seed) { dl::manual_seed(seed); }
+}  // namespace cuda
+
+}  // namespace torch
+
+/// libtorch's checks: a dl::Error naming the condition (and the message), thrown when it fails.
+#define TORCH_CHECK(cond, ...)                                                                                  \
+  do {                                                                                                          \
+    if (!(cond)) [[unlikely]]                                                                                  \
+      throw ::dl::Error(::torch::str("Expected " #cond " to be true, but got false. " __VA_OPT__(, ) __VA_ARGS__)); \
+  } while (0)
+#define AT_ASSERT(cond, ...) TORCH_CHECK(cond __VA_OPT__(, ) __VA_ARGS__)
+#define TORCH_INTERNAL_ASSERT(cond, ...) TORCH_CHECK(cond __VA_OPT__(, ) __VA_ARGS__)
+#define TORCH_WARN(...) (std::cerr << "Warning: " << ::torch::str(__VA_ARGS__) << "\n")
+
+namespace torch {
+
+// ------------------------------------------------------------------------------ making tensors
+
+// Without a dtype: float (libtorch's default dtype). With one: that element type.
+inline Tensor zeros(Shape shape, Device device = kCPU) { return dl::zeros<float>(std::move(shape), device); }
+template <class T>
+dl::Tensor<T> zeros(Shape shape, Dtype<T>) { return dl::zeros<T>(std::move(shape)); }
+inline Tensor ones(Shape shape, Device device = kCPU) { return dl::ones<float>(std::move(shape), device); }
+template <class T>
+dl::Tensor<T> ones(Shape shape, Dtype<T>) { return dl::ones<T>(std::move(shape)); }
+inline Tensor empty(Shape shape, Device device = kCPU) { return dl::empty<float>(std::move(shape), device); }
+template <class T>
+dl::Tensor<T> empty(Shape shape, Dtype<T>) { return dl::empty<T>(std::move(shape)); }
+inline Tensor full(Shape shape, double value) { return dl::full<float>(std::move(shape), float(value)); }
+template <class T>
+dl::Tensor<T> full(Shape shape, double value, Dtype<T>) { return dl::full<T>(std::move(shape), T(value)); }
+inline Tensor rand(Shape shape) { return dl::rand<float>(std::move(shape)); }
+inline Tensor randn(Shape shape) { return dl::randn<float>(std::move(shape)); }
+template <class T>
+dl::Tensor<T> rand(Shape shape, Dtype<T>) { return dl::rand<T>(std::move(shape)); }
+template <class T>
+dl::Tensor<T> randn(Shape shape, Dtype<T>) { return dl::randn<T>(std::move(shape)); }
+/// randint(high, shape) and randint(low, high, shape): int64, as libtorch's with kLong.
+inline dl::Tensor<int64_t> randint(int64_t high, Shape shape) { return dl::randint(0, high, std::move(shape)); }
+inline dl::Tensor<int64_t> randint(int64_t low, int64_t high, Shape shape) { return dl::randint(low, high, std::move(shape)); }
+inline Tensor eye(int64_t n) { return dl::eye<float>(n); }
+inline Tensor linspace(double start, double end, int64_t steps) { return dl::linspace<float>(start, end, steps); }
+/// arange(end) and arange(start, end[, step]) of integers are int64, of floating values float, as
+/// libtorch; with a dtype, that element type.
+template <class A>
+auto arange(A end) {
+  return dl::Tensor<std::conditional_t<std::is_integral_v<A>, int64_t, float>>(dl::arange(end));
+}
+template <class T, class A>
+dl::Tensor<T> arange(A end, Dtype<T>) {
+  return dl::arange<T>(T(0), T(end), T(1));
+}
+template <class A, class B>
+auto arange(A start, B end) {
+  using T = std::conditional_t<std::is_integral_v<A> && std::is_integral_v<B>, int64_t, float>;
+  return dl::Tensor<T>(dl::arange<T>(T(start), T(end), T(1)));
+}
+template <class A, class B, class C>
+auto arange(A start, B end, C step) {
+  using T = std::conditional_t<std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>, int64_t, float>;
+  return dl::Tensor<T>(dl::arange<T>(T(start), T(end), T(step)));
+}
+template <class T, class A, class B, class C>
+dl::Tensor<T> arange(A start, B end, C step, Dtype<T>) {
+  return dl::arange<T>(T(start), T(end), T(step));
+}
+/// A tensor from values: floating values give float, integers int64 (libtorch's inference).
+inline Tensor tensor(std::initializer_list<float> v) { return dl::tensor<float>(v); }
+inline Tensor tensor(const std::vector<float>& v) { return dl::tensor<float>(v); }
+inline Tensor tensor(const std::vector<double>& v) {
+  return dl::tensor<float>(std::vector<float>(v.begin(), v.end()));
+}
+inline dl::Tensor<int64_t> tensor(const std::vector<int64_t>& v) { return dl::tensor<int64_t>(v); }
+inline dl::Tensor<int64_t> tensor(const std::vector<int>& v) {
+  return dl::tensor<int64_t>(std::vector<int64_t>(v.begin(), v.end()));
+}
+template <class T, class U>
+dl::Tensor<T> tensor(const std::vector<U>& v, Dtype<T>) {
+  std::vector<T> c(v.size());
+  for (size_t i = 0; i < v.size(); ++i) c[i] = T(v[i]);
+  return dl::tensor<T>(c);
+}
+template <class T, class U>
+dl::Tensor<T> tensor(std::initializer_list<U> v, Dtype<T> d) {
+  return tensor(std::vector<U>(v), d);
+}
+/// A 0-d tensor: a floating value gives float, an integer int64.
+inline Tensor tensor(double v) { return dl::scalar_tensor<float>(float(v)); }
+inline dl::Tensor<int64_t> tensor(int64_t v) { return dl::scalar_tensor<int64_t>(v); }
+inline dl::Tensor<int64_t> tensor(int v) { return dl::scalar_tensor<int64_t>(v); }
+/// Wraps user memory without a copy (the caller keeps it alive).
+inline Tensor from_blob(float* data, Shape shape) { return dl::from_blob<float>(data, std::move(shape)); }
+template <class T>
+dl::Tensor<T> from_blob(void* data, Shape shape, Dtype<T>) {
+  return dl::from_blob<T>(static_cast<T*>(data), std::move(shape));
+}
+
+// ------------------------------------------------------------------------------ functions
+
+// Non-template functions of torch::Tensor, so that they also pass as function pointers
+// (torch::nn::Functional(torch::relu)); dl's lazy expressions convert to a tensor on the way in.
+inline Tensor relu(const Tensor& x) { return Tensor(dl::relu(x)); }
+inline Tensor sigmoid(const Tensor& x) { return Tensor(dl::sigmoid(x)); }
+inline Tensor tanh(const Tensor& x) { return Tensor(dl::tanh(x)); }
+inline Tensor exp(const Tensor& x) { return Tensor(dl::exp(x)); }
+inline Tensor log(const Tensor& x) { return Tensor(dl::log(x)); }
+inline Tensor sin(const Tensor& x) { return Tensor(dl::sin(x)); }
+inline Tensor cos(const Tensor& x) { return Tensor(dl::cos(x)); }
+inline Tensor sqrt(const Tensor& x) { return Tensor(dl::sqrt(x)); }
+inline Tensor abs(const Tensor& x) { return Tensor(dl::abs(x)); }
+inline Tensor pow(const Tensor& x, double e) { return Tensor(dl::pow(x, float(e))); }
+inline Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01) {
+  return dl::nn::functional::leaky_relu(x, negative_slope);
+}
+inline Tensor max_pool2d(const Tensor& x, dl::Size2 kernel_size, std::optional<dl::Size2> stride = std::nullopt,
+                         dl::Size2 padding = 0, dl::Size2 dilation = 1, bool ceil_mode = false) {
+  return dl::nn::functional::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+}
+inline Tensor avg_pool2d(const Tensor& x, dl::Size2 kernel_size, std::optional<dl::Size2> stride = std::nullopt,
+                         dl::Size2 padding = 0) {
+  return dl::nn::functional::avg_pool2d(x, kernel_size, stride, padding);
+}
+inline Tensor dropout(const Tensor& x, double p, bool train) { return dl::nn::functional::dropout(x, p, train); }
+inline Tensor softmax(const Tensor& x, int64_t dim) { return dl::nn::functional::softmax(x, dim); }
+inline Tensor log_softmax(const Tensor& x, int64_t dim) { return dl::nn::functional::log_softmax(x, dim); }
+inline Tensor matmul(const Tensor& a, const Tensor& b) { return dl::matmul(a, b); }
+inline Tensor mm(const Tensor& a, const Tensor& b) { return dl::mm(a, b); }
+inline Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1) { return x.flatten(start_dim, end_dim); }
+inline Tensor cat(const std::vector<Tensor>& ts, int64_t dim = 0) { return dl::cat(ts, dim); }
+inline Tensor stack(const std::vector<Tensor>& ts, int64_t dim = 0) { return dl::stack(ts, dim); }
+
+/// nll_loss(input, target, weight = {}, reduction = Mean, ignore_index = -100), targets int64.
+inline Tensor nll_loss(const Tensor& input, const dl::Tensor<int64_t>& target, const Tensor& weight = {},
+                       Reduction::Reduction reduction = Reduction::Mean, int64_t ignore_index = -100) {
+  return dl::nn::functional::nll_loss(input, target, {.weight = weight, .reduction = detail::reduction(reduction), .ignore_index = ignore_index});
+}
+inline Tensor cross_entropy_loss(const Tensor& input, const dl::Tensor<int64_t>& target, const Tensor& weight = {},
+                                 Reduction::Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
+                                 double label_smoothing = 0.0) {
+  return dl::nn::functional::cross_entropy(
+      input, target,
+      {.weight = weight, .reduction = detail::reduction(reduction), .ignore_index = ignore_index, .label_smoothing = label_smoothing});
+}
+inline Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction::Reduction reduction = Reduction::Mean) {
+  return dl::nn::functional::mse_loss(input, target, {.reduction = detail::reduction(reduction)});
+}
+inline Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction::Reduction reduction = Reduction::Mean) {
+  return dl::nn::functional::l1_loss(input, target, {.reduction = detail::reduction(reduction)});
+}
+inline Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                   Reduction::Reduction reduction = Reduction::Mean) {
+  return dl::nn::functional::binary_cross_entropy(input, target, {.weight = weight, .reduction = detail::reduction(reduction)});
+}
+
+}  // namespace torch
