@@ -32,6 +32,8 @@ LAYERS = [
     ("libraries", [r"io/.*", r"distributed/.*", r"data/.*", r"profiler\.hpp", r"utils/.*", r"nn\.hpp", r"nn/.*", r"distributions\.hpp",
                    r"distributions/.*", r"optim\.hpp", r"optim/.*", r"models\.hpp", r"models/.*"]),
     ("umbrellas", [r"dl\.hpp", r"cuda\.hpp", r"distributed\.hpp"]),
+    # dl/torch.hpp: libtorch's spellings over the whole library.
+    ("compat", [r"torch\.hpp", r"torch/.*"]),
 ]
 # Within the libraries layer, these look down on one another in this order (a module's state dict
 # is io's; DistributedSampler reads the default process group; an optimizer steps a module's parameters; a model is made of modules).

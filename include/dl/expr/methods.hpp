@@ -231,6 +231,10 @@ struct ExprBase {
   auto permute(Dims dims) const { return eval().permute(std::move(dims)); }
   auto detach() const { return eval().detach(); }
   auto contiguous() const { return eval(); }
+  /// The single element (after evaluating): (a - b).abs().max().item(), .item<double>().
+  auto item() const { return eval().item(); }
+  template <class U>
+  U item() const { return eval().template item<U>(); }
 };
 
 }  // namespace dl::expr

@@ -71,8 +71,8 @@ DL_API void Module::visit_members(detail::MemberVisitor& v) {
     if (m) v.child(n, *m);
 }
 
-DL_API std::vector<std::pair<std::string, AnyTensor>> Module::named_buffers(bool recurse) {
-  std::vector<std::pair<std::string, AnyTensor>> out;
+DL_API std::vector<Named<AnyTensor>> Module::named_buffers(bool recurse) {
+  std::vector<Named<AnyTensor>> out;
   std::unordered_set<const TensorImpl*> seen;
   walk("", recurse, [&](const std::string& prefix, Module& m) {
     detail::FnVisitor v(detail::ignore,

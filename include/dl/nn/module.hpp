@@ -140,6 +140,16 @@ class Registered : public std::shared_ptr<M> {
   }
 };
 
+/// One (name, tensor) of named_parameters / named_buffers: a std::pair (.first, .second, structured
+/// bindings) that also has libtorch's OrderedDict item accessors key() and value().
+template <class V>
+struct Named : std::pair<std::string, V> {
+  using std::pair<std::string, V>::pair;
+  const std::string& key() const noexcept { return this->first; }
+  V& value() noexcept { return this->second; }
+  const V& value() const noexcept { return this->second; }
+};
+
 /// What load_state_dict found (PyTorch's IncompatibleKeys).
 struct LoadResult {
   std::vector<std::string> missing_keys;
@@ -167,10 +177,10 @@ class Module {
   template <scalar_type T = float>
   std::vector<Tensor<T>> parameters(bool recurse = true);
   template <scalar_type T = float>
-  std::vector<std::pair<std::string, Tensor<T>>> named_parameters(bool recurse = true);
+  std::vector<Named<Tensor<T>>> named_parameters(bool recurse = true);
   /// Buffers (running statistics, counters...), of any element type.
   std::vector<AnyTensor> buffers(bool recurse = true);
-  std::vector<std::pair<std::string, AnyTensor>> named_buffers(bool recurse = true);
+  std::vector<Named<AnyTensor>> named_buffers(bool recurse = true);
   /// Direct submodules.
   std::vector<Module*> children();
   std::vector<std::pair<std::string, Module*>> named_children();
@@ -431,8 +441,8 @@ void Module::walk(const std::string& prefix, bool recurse, F&& f) {
 }
 
 template <scalar_type T>
-std::vector<std::pair<std::string, Tensor<T>>> Module::named_parameters(bool recurse) {
-  std::vector<std::pair<std::string, Tensor<T>>> out;
+std::vector<Named<Tensor<T>>> Module::named_parameters(bool recurse) {
+  std::vector<Named<Tensor<T>>> out;
   std::unordered_set<const TensorImpl*> seen;
   walk("", recurse, [&](const std::string& prefix, Module& m) {
     detail::FnVisitor v(
@@ -541,7 +551,7 @@ DL_API std::ostream& operator<<(std::ostream& os, const Module& m);
 
 // Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
 DL_EXTERN_TEMPLATE(nn, std::vector<dl::Tensor<float>> dl::nn::Module::parameters<float>(bool))
-DL_EXTERN_TEMPLATE(nn, std::vector<std::pair<std::string, dl::Tensor<float>>> dl::nn::Module::named_parameters<float>(bool))
+DL_EXTERN_TEMPLATE(nn, std::vector<dl::nn::Named<dl::Tensor<float>>> dl::nn::Module::named_parameters<float>(bool))
 
 #if DL_HEADER_ONLY
 #include "module-inl.hpp"

@@ -92,6 +92,12 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   /// A copy converted to element type U (the same tensor when U == T, as PyTorch).
   template <scalar_type U>
   Tensor<U> to() const;
+  /// A copy converted to a dtype tag's element type: libtorch's x.to(torch::kFloat) (dl/torch.hpp).
+  template <class Tag>
+    requires requires { typename Tag::dl_element_type; }
+  Tensor<typename Tag::dl_element_type> to(Tag) const {
+    return this->template to<typename Tag::dl_element_type>();
+  }
   /// The tensor on `device` (itself when already there); differentiable. non_blocking copies
   /// between pinned host memory and the GPU run asynchronously on the current stream.
   Tensor to(Device device, bool non_blocking = false) const;

@@ -40,6 +40,7 @@ inline constexpr std::nullopt_t nullopt = std::nullopt;
 template <class T>
 struct Dtype {
   using type = T;
+  using dl_element_type = T;  // x.to(torch::kLong): dl::Tensor's conversion to a tag's element type
   constexpr operator dl::ScalarType() const { return dl::dtype_of<T>; }
 };
 inline constexpr Dtype<float> kFloat{}, kFloat32{};
@@ -104,49 +105,52 @@ namespace torch {
 
 // ------------------------------------------------------------------------------ making tensors
 
+/// A shape as libtorch's creation functions take it: a braced list, a vector, a dl::Shape, or one
+/// integer (a 1-d shape: torch::zeros(n)).
+struct Sizes {
+  Shape shape;
+  Sizes(int64_t n) : shape({n}) {}                            // NOLINT: implicit on purpose
+  Sizes(std::initializer_list<int64_t> list) : shape(list) {}  // NOLINT
+  Sizes(const std::vector<int64_t>& v) : shape(v) {}           // NOLINT
+  Sizes(const Shape& s) : shape(s) {}                          // NOLINT
+};
+
 // Without a dtype: float (libtorch's default dtype). With one: that element type.
-inline Tensor zeros(Shape shape, Device device = kCPU) { return dl::zeros<float>(std::move(shape), device); }
+inline Tensor zeros(Sizes shape, Device device = kCPU) { return dl::zeros<float>(std::move(shape.shape), device); }
 template <class T>
-dl::Tensor<T> zeros(Shape shape, Dtype<T>) { return dl::zeros<T>(std::move(shape)); }
-inline Tensor ones(Shape shape, Device device = kCPU) { return dl::ones<float>(std::move(shape), device); }
+dl::Tensor<T> zeros(Sizes shape, Dtype<T>) { return dl::zeros<T>(std::move(shape.shape)); }
+inline Tensor ones(Sizes shape, Device device = kCPU) { return dl::ones<float>(std::move(shape.shape), device); }
 template <class T>
-dl::Tensor<T> ones(Shape shape, Dtype<T>) { return dl::ones<T>(std::move(shape)); }
-inline Tensor empty(Shape shape, Device device = kCPU) { return dl::empty<float>(std::move(shape), device); }
+dl::Tensor<T> ones(Sizes shape, Dtype<T>) { return dl::ones<T>(std::move(shape.shape)); }
+inline Tensor empty(Sizes shape, Device device = kCPU) { return dl::empty<float>(std::move(shape.shape), device); }
 template <class T>
-dl::Tensor<T> empty(Shape shape, Dtype<T>) { return dl::empty<T>(std::move(shape)); }
-inline Tensor full(Shape shape, double value) { return dl::full<float>(std::move(shape), float(value)); }
+dl::Tensor<T> empty(Sizes shape, Dtype<T>) { return dl::empty<T>(std::move(shape.shape)); }
+inline Tensor full(Sizes shape, double value, Device device = kCPU) {
+  return dl::full<float>(std::move(shape.shape), float(value)).to(device);
+}
 template <class T>
-dl::Tensor<T> full(Shape shape, double value, Dtype<T>) { return dl::full<T>(std::move(shape), T(value)); }
-inline Tensor rand(Shape shape) { return dl::rand<float>(std::move(shape)); }
-inline Tensor randn(Shape shape) { return dl::randn<float>(std::move(shape)); }
+dl::Tensor<T> full(Sizes shape, double value, Dtype<T>) { return dl::full<T>(std::move(shape.shape), T(value)); }
+inline Tensor rand(Sizes shape, Device device = kCPU) { return dl::rand<float>(std::move(shape.shape)).to(device); }
+inline Tensor randn(Sizes shape, Device device = kCPU) { return dl::randn<float>(std::move(shape.shape)).to(device); }
 template <class T>
-dl::Tensor<T> rand(Shape shape, Dtype<T>) { return dl::rand<T>(std::move(shape)); }
+dl::Tensor<T> rand(Sizes shape, Dtype<T>) { return dl::rand<T>(std::move(shape.shape)); }
 template <class T>
-dl::Tensor<T> randn(Shape shape, Dtype<T>) { return dl::randn<T>(std::move(shape)); }
+dl::Tensor<T> randn(Sizes shape, Dtype<T>) { return dl::randn<T>(std::move(shape.shape)); }
 /// randint(high, shape) and randint(low, high, shape): int64, as libtorch's with kLong.
-inline dl::Tensor<int64_t> randint(int64_t high, Shape shape) { return dl::randint(0, high, std::move(shape)); }
-inline dl::Tensor<int64_t> randint(int64_t low, int64_t high, Shape shape) { return dl::randint(low, high, std::move(shape)); }
+inline dl::Tensor<int64_t> randint(int64_t high, Sizes shape) { return dl::randint(0, high, std::move(shape.shape)); }
+inline dl::Tensor<int64_t> randint(int64_t low, int64_t high, Sizes shape) { return dl::randint(low, high, std::move(shape.shape)); }
 inline Tensor eye(int64_t n) { return dl::eye<float>(n); }
 inline Tensor linspace(double start, double end, int64_t steps) { return dl::linspace<float>(start, end, steps); }
-/// arange(end) and arange(start, end[, step]) of integers are int64, of floating values float, as
-/// libtorch; with a dtype, that element type.
-template <class A>
-auto arange(A end) {
-  return dl::Tensor<std::conditional_t<std::is_integral_v<A>, int64_t, float>>(dl::arange(end));
-}
+/// arange(end) and arange(start, end[, step]): integers give int64, floating values float (dl's
+/// arange has libtorch's rule); with a dtype, that element type.
+using dl::arange;
 template <class T, class A>
 dl::Tensor<T> arange(A end, Dtype<T>) {
   return dl::arange<T>(T(0), T(end), T(1));
 }
-template <class A, class B>
-auto arange(A start, B end) {
-  using T = std::conditional_t<std::is_integral_v<A> && std::is_integral_v<B>, int64_t, float>;
-  return dl::Tensor<T>(dl::arange<T>(T(start), T(end), T(1)));
-}
-template <class A, class B, class C>
-auto arange(A start, B end, C step) {
-  using T = std::conditional_t<std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>, int64_t, float>;
-  return dl::Tensor<T>(dl::arange<T>(T(start), T(end), T(step)));
+template <class T, class A, class B>
+dl::Tensor<T> arange(A start, B end, Dtype<T>) {
+  return dl::arange<T>(T(start), T(end), T(1));
 }
 template <class T, class A, class B, class C>
 dl::Tensor<T> arange(A start, B end, C step, Dtype<T>) {
@@ -177,10 +181,10 @@ inline Tensor tensor(double v) { return dl::scalar_tensor<float>(float(v)); }
 inline dl::Tensor<int64_t> tensor(int64_t v) { return dl::scalar_tensor<int64_t>(v); }
 inline dl::Tensor<int64_t> tensor(int v) { return dl::scalar_tensor<int64_t>(v); }
 /// Wraps user memory without a copy (the caller keeps it alive).
-inline Tensor from_blob(float* data, Shape shape) { return dl::from_blob<float>(data, std::move(shape)); }
+inline Tensor from_blob(float* data, Sizes shape) { return dl::from_blob<float>(data, std::move(shape.shape)); }
 template <class T>
-dl::Tensor<T> from_blob(void* data, Shape shape, Dtype<T>) {
-  return dl::from_blob<T>(static_cast<T*>(data), std::move(shape));
+dl::Tensor<T> from_blob(void* data, Sizes shape, Dtype<T>) {
+  return dl::from_blob<T>(static_cast<T*>(data), std::move(shape.shape));
 }
 
 // ------------------------------------------------------------------------------ functions
@@ -234,6 +238,10 @@ inline Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction::Red
 }
 inline Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction::Reduction reduction = Reduction::Mean) {
   return dl::nn::functional::l1_loss(input, target, {.reduction = detail::reduction(reduction)});
+}
+inline Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction::Reduction reduction = Reduction::Mean,
+                             double beta = 1.0) {
+  return dl::nn::functional::smooth_l1_loss(input, target, {.reduction = detail::reduction(reduction), .beta = beta});
 }
 inline Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                                    Reduction::Reduction reduction = Reduction::Mean) {

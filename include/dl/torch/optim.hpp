@@ -10,13 +10,14 @@
 // float optimizer, also built from a learning rate alone.
 #pragma once
 
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "core.hpp"
 
 #define DL_TORCH_OPTIM_SETTER_(type, name, value)                 \
-  auto name(const type& v)->decltype(*this) {                     \
+  auto name(const ::torch::optim::detail::arg_t<type>& v)->decltype(*this) { \
     Base::name = v;                                               \
     return *this;                                                 \
   }                                                               \
@@ -41,6 +42,27 @@ namespace torch::optim {
 using dl::optim::Optimizer;
 using Pair = dl::optim::Pair;
 
+namespace detail {
+/// A pair argument as libtorch's setters take it: betas({0.9, 0.999}) or betas(std::make_tuple(0.9, 0.999)).
+struct PairArg {
+  Pair value;
+  PairArg(double first, double second) : value(first, second) {}
+  PairArg(const Pair& p) : value(p) {}                                                    // NOLINT
+  PairArg(const std::tuple<double, double>& t) : value(std::get<0>(t), std::get<1>(t)) {}  // NOLINT
+  operator const Pair&() const { return value; }                                          // NOLINT
+};
+template <class T>
+struct Arg {
+  using type = T;
+};
+template <>
+struct Arg<Pair> {
+  using type = PairArg;
+};
+template <class T>
+using arg_t = typename Arg<T>::type;
+}  // namespace detail
+
 DL_TORCH_OPTIMIZER_(SGD, DL_SGD_FIELDS)
 DL_TORCH_OPTIMIZER_(Adam, DL_ADAM_FIELDS)
 DL_TORCH_OPTIMIZER_(AdamW, DL_ADAMW_FIELDS)
@@ -53,6 +75,13 @@ DL_TORCH_OPTIMIZER_(RAdam, DL_RADAM_FIELDS)
 DL_TORCH_OPTIMIZER_(ASGD, DL_ASGD_FIELDS)
 DL_TORCH_OPTIMIZER_(Rprop, DL_RPROP_FIELDS)
 
+
+/// libtorch's StepLR(optimizer, step_size, gamma): the learning rate times gamma every step_size epochs.
+class StepLR : public dl::optim::StepLR {
+ public:
+  StepLR(Optimizer& optimizer, unsigned step_size, double gamma = 0.1)
+      : dl::optim::StepLR(optimizer, {.step_size = int64_t(step_size), .gamma = gamma}) {}
+};
 
 }  // namespace torch::optim
 

@@ -1,0 +1,294 @@
+// Tests of dl/torch.hpp, libtorch's spellings over dl: module holders (shared ownership, registration
+// of the member itself, eval() reaching it, empty holders), builder options reaching dl's layers and
+// optimizers, dtype tags, shapes from one integer, libtorch's data API (a user's Dataset<Self> with
+// get/size overrides, Lambda, Normalize, Stack, make_data_loader's samplers and options), checks, and
+// the error paths. Whole libtorch programs compiled unchanged against dl are in tests/torch_compat/.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <dl/torch.hpp>
+
+namespace {
+
+struct BlockImpl : torch::nn::Module {
+  BlockImpl() : fc(4, 3), drop(torch::nn::DropoutOptions().p(0.5)) {
+    fc = register_module("fc", fc);
+    register_module("drop", drop);
+    scale = register_parameter("scale", torch::ones({3}));
+    register_buffer("count", torch::zeros({1}));
+  }
+  torch::Tensor forward(torch::Tensor x) { return drop->forward(fc->forward(x)) * scale; }
+  torch::nn::Linear fc;
+  torch::nn::Dropout drop;
+  torch::Tensor scale;
+};
+TORCH_MODULE(Block);
+
+// A user's dataset in libtorch's form: get and size override the base's.
+class Squares : public torch::data::datasets::Dataset<Squares> {
+ public:
+  explicit Squares(size_t n) : n_(n) {}
+  torch::data::Example<> get(size_t index) override {
+    return {torch::full({2}, double(index * index)), torch::tensor(int64_t(index % 3))};
+  }
+  torch::optional<size_t> size() const override { return n_; }
+
+ private:
+  size_t n_;
+};
+
+}  // namespace
+
+TEST_CASE("module holders share their module; registering a holder registers the member itself") {
+  Block block;
+  CHECK(block->is_training());
+  auto names = block->named_parameters();
+  REQUIRE(names.size() == 3);
+  CHECK(names[0].first == "scale");
+  CHECK(names[1].first == "fc.weight");
+  CHECK(block->named_buffers().size() == 1);
+  std::vector<std::string> keys;  // libtorch's OrderedDict items: key() and value()
+  for (auto& p : block->named_parameters()) {
+    keys.push_back(p.key());
+    CHECK(p.value().defined());
+  }
+  CHECK(keys == std::vector<std::string>{"scale", "fc.weight", "fc.bias"});
+  // eval() reaches the member the class holds (the registered module is the member).
+  block->eval();
+  CHECK_FALSE(block->drop->is_training());
+  CHECK_FALSE(block->fc->is_training());
+  auto x = torch::ones({2, 4});
+  torch::Tensor y1 = block->forward(x), y2 = block(x);
+  CHECK(dl::equal(y1, y2));
+  // A copy of a holder is the same module.
+  Block other = block;
+  CHECK(other.get() == block.get());
+  {
+    torch::NoGradGuard no_grad;
+    other->fc->weight.fill_(0.5f);
+  }
+  CHECK(block->fc->weight.at(0, 0) == 0.5f);
+  // ptr(), *, is_empty
+  CHECK(block.ptr().use_count() >= 2);
+  CHECK(&*block == block.get());
+  torch::nn::Linear empty{nullptr};
+  CHECK(empty.is_empty());
+  CHECK_THROWS_WITH_AS(empty->forward(x), "Accessing empty ModuleHolder", dl::Error);
+  empty = torch::nn::Linear(4, 2);
+  CHECK(empty->forward(x).sizes() == dl::Shape{2, 2});
+}
+
+TEST_CASE("builder options reach dl's layers") {
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 8, {3, 5}).stride(2).padding({1, 2}).bias(false).groups(1));
+  CHECK(conv->kernel_size == dl::Dims{3, 5});
+  CHECK(conv->stride == dl::Dims{2, 2});
+  CHECK(conv->padding == dl::Dims{1, 2});
+  CHECK_FALSE(conv->bias.defined());
+  CHECK(conv->options.stride()[0] == 2);
+  CHECK(conv->forward(torch::zeros({1, 3, 9, 9})).sizes() == dl::Shape{1, 8, 5, 5});
+  torch::nn::Conv2d circular(torch::nn::Conv2dOptions(1, 1, 3).padding(1).padding_mode(torch::kCircular));
+  CHECK(circular->padding_mode == "circular");
+
+  torch::nn::ConvTranspose2d up(torch::nn::ConvTranspose2dOptions(4, 2, 4).stride(2).padding(1));
+  CHECK(up->forward(torch::zeros({1, 4, 5, 5})).sizes() == dl::Shape{1, 2, 10, 10});
+
+  torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(6).eps(1e-3).momentum(0.2).affine(false));
+  CHECK(bn->eps == doctest::Approx(1e-3));
+  CHECK_FALSE(bn->weight.defined());
+
+  torch::nn::Linear fc(torch::nn::LinearOptions(5, 2).bias(false));
+  CHECK_FALSE(fc->bias.defined());
+  CHECK(fc->options.in_features() == 5);
+
+  torch::nn::MaxPool2d pool(torch::nn::MaxPool2dOptions(2).stride(1));
+  CHECK(pool->forward(torch::zeros({1, 1, 4, 4})).sizes() == dl::Shape{1, 1, 3, 3});
+  torch::nn::AvgPool2d avg(torch::nn::AvgPool2dOptions({2, 2}));
+  CHECK(avg->forward(torch::ones({1, 1, 4, 4})).sizes() == dl::Shape{1, 1, 2, 2});
+
+  torch::nn::LeakyReLU leaky(torch::nn::LeakyReLUOptions().negative_slope(0.2));
+  CHECK(leaky->forward(torch::full({1}, -1.0)).item() == doctest::Approx(-0.2));
+
+  CHECK_THROWS_WITH_AS(torch::nn::Conv2dOptions(1, 1, {1, 2, 3}), "Expected 2 values, but instead got 3", dl::Error);
+}
+
+TEST_CASE("Sequential, ModuleList and Functional hold holders") {
+  torch::nn::Linear first(3, 4);
+  torch::nn::Sequential seq(first, torch::nn::ReLU(), torch::nn::Functional(torch::relu),
+                            torch::nn::Functional(torch::leaky_relu, 0.5), torch::nn::Linear(4, 2));
+  CHECK(seq->size() == 5);
+  CHECK(seq->parameters().size() == 4);
+  // The Sequential holds the holder's module, not a copy.
+  CHECK(seq->parameters()[0].is_same(first->weight));
+  CHECK(seq->forward(torch::ones({2, 3})).sizes() == dl::Shape{2, 2});
+  seq->eval();
+  CHECK_FALSE(first->is_training());
+  torch::nn::Functional leaky(torch::leaky_relu, 0.5);
+  CHECK(leaky(torch::full({1}, -2.0)).item() == doctest::Approx(-1.0));
+
+  torch::nn::ModuleList list(torch::nn::Linear(2, 2), torch::nn::Linear(2, 2));
+  CHECK(list->size() == 2);
+  CHECK(list->parameters().size() == 4);
+}
+
+TEST_CASE("optimizer options: libtorch's setters over dl's options") {
+  torch::nn::Linear fc(2, 1);
+  torch::optim::SGDOptions sgd_options = torch::optim::SGDOptions(0.01).momentum(0.5).nesterov(true).weight_decay(1e-4);
+  CHECK(sgd_options.lr() == doctest::Approx(0.01));
+  CHECK(sgd_options.momentum() == doctest::Approx(0.5));
+  CHECK(sgd_options.nesterov());
+  torch::optim::SGD sgd(fc->parameters(), sgd_options);
+  CHECK(sgd.get_lr(0) == doctest::Approx(0.01));
+  CHECK(sgd.get_momentum(0).value() == doctest::Approx(0.5));
+  torch::optim::SGD plain(fc->parameters(), /*lr=*/0.1);
+  CHECK(plain.get_lr(0) == doctest::Approx(0.1));
+
+  auto adam_options = torch::optim::AdamOptions(2e-4).betas(std::make_tuple(0.5, 0.9)).eps(1e-6);
+  CHECK(adam_options.betas().first == doctest::Approx(0.5));
+  CHECK(adam_options.betas().second == doctest::Approx(0.9));
+  CHECK(torch::optim::AdamOptions().betas({0.1, 0.2}).betas().second == doctest::Approx(0.2));
+  CHECK(torch::optim::AdamOptions().lr() == doctest::Approx(1e-3));  // libtorch's default
+  torch::optim::Adam adam(fc->parameters(), adam_options);
+  CHECK(adam.get_momentum(0).value() == doctest::Approx(0.5));  // beta1
+  torch::optim::Optimizer& base = adam;
+  CHECK(base.name() == "Adam");
+  // dl's own validation runs behind libtorch's spelling.
+  CHECK_THROWS_AS(torch::optim::SGD(fc->parameters(), torch::optim::SGDOptions(-1.0)), dl::Error);
+
+  // One step matches dl's own optimizer with the same options.
+  torch::nn::Linear a(2, 1), b(2, 1);
+  {
+    torch::NoGradGuard no_grad;
+    b->weight.copy_(a->weight);
+    b->bias.copy_(a->bias);
+  }
+  torch::optim::RMSprop ra(a->parameters(), torch::optim::RMSpropOptions(0.01).momentum(0.9).centered(true));
+  dl::optim::RMSprop<float> rb(b->parameters(), {.lr = 0.01, .momentum = 0.9, .centered = true});
+  for (int i = 0; i < 3; ++i) {
+    ra.zero_grad();
+    rb.zero_grad();
+    torch::Tensor la = a->forward(torch::ones({4, 2})).pow(2).sum(), lb = b->forward(torch::ones({4, 2})).pow(2).sum();
+    la.backward();
+    lb.backward();
+    ra.step();
+    rb.step();
+  }
+  CHECK(dl::equal(a->weight, b->weight));
+}
+
+TEST_CASE("dtype tags, creation from one integer, conversions") {
+  auto longs = torch::zeros({3}, torch::kLong);
+  static_assert(std::is_same_v<decltype(longs), dl::Tensor<int64_t>>);
+  CHECK(torch::zeros(5).sizes() == dl::Shape{5});
+  CHECK(torch::ones(int64_t(2)).sizes() == dl::Shape{2});
+  auto floats = longs.to(torch::kFloat);
+  static_assert(std::is_same_v<decltype(floats), dl::Tensor<float>>);
+  static_assert(std::is_same_v<decltype(torch::arange(4)), dl::Tensor<int64_t>>);
+  static_assert(std::is_same_v<decltype(torch::arange(4.0)), torch::Tensor>);
+  static_assert(std::is_same_v<decltype(torch::tensor({1.0, 2.0})), torch::Tensor>);
+  static_assert(std::is_same_v<decltype(torch::tensor(std::vector<int>{1, 2})), dl::Tensor<int64_t>>);
+  CHECK(torch::arange(0, 10, 3).numel() == 4);
+  CHECK(torch::tensor({1, 2, 3}, torch::kDouble).sum().item() == 6.0);
+  CHECK(dl::ScalarType(torch::kLong) == dl::ScalarType::Int64);
+  uint8_t pixels[6] = {0, 51, 102, 153, 204, 255};
+  auto image = torch::from_blob(pixels, {2, 3}, torch::kUInt8).to(torch::kFloat).div(255.0);
+  CHECK(torch::Tensor(image).at(1, 2) == doctest::Approx(1.0));
+  // An expression views once evaluated (Tensor's own view shares storage).
+  torch::Tensor t = torch::arange(6, torch::kFloat);
+  auto viewed = (t * 2).view({2, 3});
+  CHECK(viewed.at(1, 0) == 6.0f);
+  CHECK((t + 1).view_as(torch::zeros({3, 2})).sizes() == dl::Shape{3, 2});
+  CHECK((t + 1).reshape({3, -1}).size(1) == 2);
+  CHECK((t + 1).flatten().numel() == 6);
+  CHECK(torch::str("a", 1, 'b', 2.5) == "a1b2.5");
+}
+
+TEST_CASE("TORCH_CHECK and AT_ASSERT throw dl::Error naming the condition") {
+  CHECK_NOTHROW(TORCH_CHECK(1 + 1 == 2, "never"));
+  CHECK_THROWS_WITH_AS(TORCH_CHECK(1 > 2, "one is ", 1), "Expected 1 > 2 to be true, but got false. one is 1", dl::Error);
+  CHECK_THROWS_AS(AT_ASSERT(false), dl::Error);
+  CHECK_FALSE(torch::cuda::is_available());  // a CPU build
+}
+
+TEST_CASE("libtorch's functions of torch::Tensor") {
+  torch::Tensor logits = torch::tensor({1.0, 2.0, 0.5, -1.0, 0.0, 3.0}).view({2, 3});
+  auto target = torch::tensor(std::vector<int64_t>{1, 2});
+  torch::Tensor lsm = torch::log_softmax(logits, 1);
+  CHECK(torch::nll_loss(lsm, target).item() == doctest::Approx(dl::nn::functional::cross_entropy(logits, target).item()));
+  CHECK(torch::nll_loss(lsm, target, {}, torch::Reduction::Sum).item() ==
+        doctest::Approx(2 * torch::nll_loss(lsm, target).item()));
+  CHECK(torch::nll_loss(lsm, target, {}, torch::Reduction::None).sizes() == dl::Shape{2});
+  CHECK(torch::cross_entropy_loss(logits, target).item() == doctest::Approx(torch::nll_loss(lsm, target).item()));
+  CHECK(torch::max_pool2d(torch::arange(16, torch::kFloat).view({1, 1, 4, 4}), 2).sum().item() == 5 + 7 + 13 + 15);
+  CHECK(torch::dropout(logits, 0.5, /*train=*/false).sum().item() == doctest::Approx(logits.sum().item()));
+  CHECK(torch::mse_loss(logits, torch::zeros({2, 3})).item() == doctest::Approx(logits.pow(2).mean().item()));
+  torch::Tensor p = torch::full({2}, 0.25), y = torch::tensor({0.0, 1.0});
+  CHECK(torch::binary_cross_entropy(p, y).item() == doctest::Approx(-(std::log(0.75) + std::log(0.25)) / 2));
+}
+
+TEST_CASE("libtorch's data API: a user's Dataset, Lambda, Normalize, Stack, make_data_loader") {
+  Squares squares(10);
+  CHECK(squares.size().value() == 10);
+  CHECK(squares.get(3).data.at(0) == 9.0f);
+  CHECK(squares.get_batch({1, 2}).size() == 2);
+
+  auto mapped = Squares(10)
+                    .map(torch::data::transforms::Lambda<torch::data::Example<>>([](torch::data::Example<> e) {
+                      e.data = e.data + 1;
+                      return e;
+                    }))
+                    .map(torch::data::transforms::Normalize<>(1.0, 2.0))
+                    .map(torch::data::transforms::Stack<>());
+  CHECK(mapped.size().value() == 10);
+  torch::data::Example<> batch = mapped.get_batch({0, 2});
+  CHECK(batch.data.sizes() == dl::Shape{2, 2});
+  CHECK(batch.data.at(1, 0) == doctest::Approx((4 + 1 - 1) / 2.0));
+  CHECK(batch.target.sizes() == dl::Shape{2});
+
+  // Sequential: in order, last batch short; workers keep the order.
+  auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      Squares(10).map(torch::data::transforms::Stack<>()), torch::data::DataLoaderOptions().batch_size(4).workers(2));
+  std::vector<int64_t> sizes;
+  std::vector<float> firsts;
+  for (auto& b : *loader) {
+    sizes.push_back(b.data.size(0));
+    firsts.push_back(b.data.at(0, 0));
+  }
+  CHECK(sizes == std::vector<int64_t>{4, 4, 2});
+  CHECK(firsts == std::vector<float>{0, 16, 64});
+  // drop_last
+  auto dropping = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      Squares(10).map(torch::data::transforms::Stack<>()), torch::data::DataLoaderOptions(4).drop_last(true));
+  int n = 0;
+  for (auto& b : *dropping) n += int(b.data.size(0));
+  CHECK(n == 8);
+  // libtorch's default sampler is random: every index once, not in order; the seed fixes the order.
+  auto epoch_order = [] {
+    torch::manual_seed(7);
+    auto random = torch::data::make_data_loader(Squares(32).map(torch::data::transforms::Stack<>()), 8);
+    std::vector<float> seen;
+    for (auto& b : *random)
+      for (int64_t i = 0; i < b.data.size(0); ++i) seen.push_back(b.data.at(i, 0));
+    return seen;
+  };
+  std::vector<float> order = epoch_order();
+  CHECK(order.size() == 32);
+  CHECK(std::set<float>(order.begin(), order.end()).size() == 32);
+  CHECK_FALSE(std::is_sorted(order.begin(), order.end()));
+  CHECK(epoch_order() == order);
+  // Without Stack a batch is the examples themselves.
+  auto unstacked = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(Squares(5), 2);
+  for (std::vector<torch::data::Example<>>& examples : *unstacked) {
+    CHECK(examples.size() <= 2);
+    break;
+  }
+
+  CHECK_THROWS_WITH_AS(torch::data::transforms::Normalize<>({0.5, 0.5}, {0.5}), "Normalize: 2 means and 1 standard deviations",
+                       dl::Error);
+  torch::data::transforms::Normalize<> three({0.1, 0.2, 0.3}, {1.0, 1.0, 1.0});
+  CHECK_THROWS_WITH_AS(three(torch::zeros({2, 4, 4})), "Normalize: 3 channel statistics for an input of shape [2, 4, 4]", dl::Error);
+}
