@@ -10,3 +10,4 @@
 #include <dl/nn/embedding_bag.hpp>
 #include <dl/nn/rnn.hpp>
 #include <dl/nn/transformer.hpp>
+#include <dl/io/script_archive.hpp>

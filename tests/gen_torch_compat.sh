@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(mnist dcgan regression custom_dataset)
+[ ${#names[@]} -gt 0 ] || names=(mnist dcgan regression custom_dataset archive)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/fashion-mnist"
@@ -19,8 +19,27 @@ for name in "${names[@]}"; do
   case "$name" in
     mnist | dcgan) args=("$work/fashion-mnist") ;;
     custom_dataset) args=(/usr/share/datasets/fashion-mnist) ;;
+    archive)  # libtorch's files, which the suite's dl build must read
+      rm -rf data/torch_compat_archive && mkdir -p data/torch_compat_archive
+      "$work/$name" save data/torch_compat_archive
+      args=(load data/torch_compat_archive) ;;
     *) args=() ;;
   esac
   "$work/$name" "${args[@]}" > "data/torch_compat_$name.txt"
   echo "data/torch_compat_$name.txt: $(wc -l < "data/torch_compat_$name.txt") lines"
 done
+
+# The other way: what dl's build of archive.cpp saves, libtorch must read (prints the same lines).
+if [[ " ${names[*]} " == *" archive "* ]]; then
+  blas=/usr/include/x86_64-linux-gnu/openblas-pthread
+  g++ -std=c++20 -O1 -fopenmp -I../include -Itorch_compat/shim -I$blas -DDL_HAVE_LIBZIP=1 -DDL_HAVE_ZLIB=1 \
+    torch_compat/archive.cpp -o "$work/archive_dl" -lzip -lz
+  mkdir -p "$work/from_dl"
+  "$work/archive_dl" save "$work/from_dl"
+  "$work/archive" load "$work/from_dl" > "$work/libtorch_reads_dl.txt"
+  if diff -q data/torch_compat_archive.txt "$work/libtorch_reads_dl.txt" > /dev/null; then
+    echo "libtorch's torch::load reads dl's torch::save archives: OK"
+  else
+    echo "libtorch read dl's archives differently:"; diff data/torch_compat_archive.txt "$work/libtorch_reads_dl.txt"; exit 1
+  fi
+fi

@@ -702,12 +702,28 @@ TEST_CASE("io: the pickle subset") {
     const StateDict sd = load(p.stop(), {{"data/0", two}});
     CHECK(sd.get<float>("w").data()[1] == 2.0f);
   }
+  SUBCASE("a TorchScript archive's module objects (NEWOBJ, BUILD) read as nested dicts") {
+    Pickle p;
+    p.global("__torch__", "Module").op(')').op(0x81).op('}').op('(');
+    p.str("fc").global("__torch__.___torch_mangle_0", "Module").op(')').op(0x81).op('}').op('(');
+    p.str("w").global("torch._utils", "_rebuild_tensor_v2").op('(');
+    p.op('(').str("storage").global("torch", "FloatStorage").str("0").str("cpu").integer(2).op('t').op('Q');
+    p.integer(0).integer(2).op(0x85).integer(1).op(0x85).op(0x89).global("collections", "OrderedDict").op(')').op('R');
+    p.op('t').op('R').op('u').op('b');  // fc's attributes
+    p.op('u').op('b');                  // the root's
+    const StateDict sd = load(p.stop(), {{"data/0", two}});
+    REQUIRE(sd.contains("fc.w"));
+    CHECK(sd.get<float>("fc.w").data()[1] == 2.0f);
+  }
   SUBCASE("what is rejected") {
     CHECK_ERROR(load(Pickle().global("os", "system").stop()), "global 'os.system' is not allowed");
     CHECK_ERROR(load(Pickle().global("torch", "Tensor").stop()), "global 'torch.Tensor' is not allowed");
     CHECK_ERROR(load(Pickle().global("builtins", "eval").stop()), "global 'builtins.eval' is not allowed");
     CHECK_ERROR(load(Pickle().op('}').op('S').stop()), "opcode 0x53 ('S')");     // STRING (text protocol 0)
-    CHECK_ERROR(load(Pickle().op('}').op(0x81).stop()), "opcode 0x81");          // NEWOBJ
+    // NEWOBJ makes only the module objects of TorchScript archives (libtorch's torch::save)
+    CHECK_ERROR(load(Pickle().global("collections", "OrderedDict").op(')').op(0x81).stop()),
+                "only the module objects of TorchScript archives are made");
+    CHECK_ERROR(load(Pickle().global("__torch__", "Function").stop()), "global '__torch__.Function' is not allowed");
     CHECK_ERROR(load(Pickle().op('}').op('i').stop()), "opcode 0x69 ('i')");     // INST
     CHECK_ERROR(load("\x80\x07}."), "protocol 7 is not supported");
     CHECK_ERROR(load(Pickle().op('}').o.b), "without STOP");

@@ -5,6 +5,9 @@
 // the error paths. Whole libtorch programs compiled unchanged against dl are in tests/torch_compat/.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
@@ -291,4 +294,46 @@ TEST_CASE("libtorch's data API: a user's Dataset, Lambda, Normalize, Stack, make
                        dl::Error);
   torch::data::transforms::Normalize<> three({0.1, 0.2, 0.3}, {1.0, 1.0, 1.0});
   CHECK_THROWS_WITH_AS(three(torch::zeros({2, 4, 4})), "Normalize: 3 channel statistics for an input of shape [2, 4, 4]", dl::Error);
+}
+
+TEST_CASE("torch::save and torch::load: modules, tensors and lists in libtorch's archive format") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dl_torch_save_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string net_path = dir / "block.pt", t_path = dir / "t.pt", ts_path = dir / "ts.pt";
+  Block a;
+  {
+    torch::NoGradGuard no_grad;
+    a->fc->weight.copy_(torch::arange(12, torch::kFloat).view({3, 4}));
+    a->scale.fill_(3.0f);
+  }
+  torch::save(a, net_path);
+  Block b;
+  torch::load(b, net_path);
+  CHECK(dl::equal(b->fc->weight, a->fc->weight));
+  CHECK(dl::equal(b->fc->bias, a->fc->bias));
+  CHECK(b->scale.at(1) == 3.0f);
+  // The file is a zip archive holding libtorch's layout: data.pkl, one class per module, storages.
+  const dl::StateDict sd = dl::load(net_path);
+  CHECK(sd.contains("fc.weight"));
+  CHECK(sd.contains("count"));
+
+  torch::save(torch::arange(6, torch::kFloat) * 0.5, t_path);
+  torch::Tensor t;
+  torch::load(t, t_path);
+  CHECK(t.at(5) == 2.5f);
+  torch::save(std::vector<torch::Tensor>{torch::ones({2}), torch::zeros({3})}, ts_path);
+  std::vector<torch::Tensor> ts;
+  torch::load(ts, ts_path);
+  REQUIRE(ts.size() == 2);
+  CHECK(ts[1].numel() == 3);
+
+  // Errors: what the file lacks, shapes that differ, a tensor asked of a module's file.
+  torch::nn::Linear other(4, 3);
+  CHECK_THROWS_WITH_AS(torch::load(other, net_path), doctest::Contains("the file has no weight, bias"), dl::Error);
+  torch::nn::Linear bigger(4, 5);
+  torch::save(torch::nn::Linear(4, 3), (dir / "linear.pt").string());
+  CHECK_THROWS_AS(torch::load(bigger, (dir / "linear.pt").string()), dl::Error);
+  CHECK_THROWS_WITH_AS(torch::load(t, net_path), doctest::Contains("holds no tensor \"0\""), dl::Error);
+  CHECK_THROWS_AS(torch::load(t, (dir / "missing.pt").string()), dl::Error);
+  std::filesystem::remove_all(dir);
 }

@@ -40,6 +40,12 @@ class AnyTensor {
   /// A copy converted to element type T (the same tensor when it already is T).
   template <scalar_type T>
   Tensor<T> to() const;
+  /// A copy converted to a dtype tag's element type: libtorch's x.to(torch::kFloat) (dl/torch.hpp).
+  template <class Tag>
+    requires requires { typename Tag::dl_element_type; }
+  Tensor<typename Tag::dl_element_type> to(Tag) const {
+    return to<typename Tag::dl_element_type>();
+  }
   AnyTensor to(Device device) const;
   AnyTensor contiguous() const;
   AnyTensor detach() const;

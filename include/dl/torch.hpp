@@ -13,9 +13,12 @@
 //                                       dl's options with chainable setters (dl/torch/optim.hpp)
 //   torch::data::datasets::MNIST, transforms::Normalize/Stack/Lambda, make_data_loader
 //                                       libtorch's data API over dl's DataLoader (dl/torch/data.hpp)
+//   torch::save(net, "net.pt"), torch::load(net, "net.pt")
+//                                       modules and tensors in libtorch's archive format (dl/torch/serialize.hpp)
 #pragma once
 
 #include "torch/core.hpp"
 #include "torch/data.hpp"
 #include "torch/nn.hpp"
 #include "torch/optim.hpp"
+#include "torch/serialize.hpp"

@@ -3,6 +3,8 @@
 // DL_HEADER_ONLY in dl/config.hpp).
 #pragma once
 
+#include <algorithm>
+
 #include "pickle.hpp"
 
 namespace dl::io::detail::pickle {
@@ -125,6 +127,7 @@ DL_API Value Unpickler::find_global(std::string_view module, std::string_view na
   if (module == "torch._utils" && name == "_rebuild_parameter") return global(Global::RebuildParameter);
   if (module == "torch._utils" && name == "_rebuild_parameter_with_state")
     return global(Global::RebuildParameterWithState);
+  if ((module == "__torch__" || module.starts_with("__torch__.")) && name == "Module") return global(Global::ScriptClass);
   if (module == "torch") {
     StorageType t = storage_type_from_name(name);
     if (!t.torch_name.empty()) {
@@ -321,7 +324,29 @@ DL_API Value Unpickler::load(std::string_view in) {
         stack_.push_back(reduce(callable, args));
         break;
       }
-      case 'b': pop(); top(); break;  // BUILD: object state (OrderedDict._metadata) is not needed
+      case 0x81: {  // NEWOBJ: cls.__new__(cls, *args), for TorchScript archives' attribute holders only
+        Value args = pop(), cls = pop();
+        DL_CHECK(cls.kind == Kind::Global && Global(cls.i & 0xFF) == Global::ScriptClass && args.kind == Kind::Tuple,
+                 "pickle: NEWOBJ at byte ", pos_, " of ", a_kind(cls.kind),
+                 ": only the module objects of TorchScript archives are made");
+        Value obj = make(Kind::Dict, DictData{});
+        script_objects_.push_back(obj.obj);
+        stack_.push_back(obj);
+        break;
+      }
+      case 'b': {  // BUILD: a TorchScript object takes its state (a dict of attributes); any other
+                   // object's state (OrderedDict._metadata) is not needed
+        Value state = pop();
+        Value& obj = top();
+        if (obj.kind == Kind::Dict &&
+            std::find(script_objects_.begin(), script_objects_.end(), obj.obj) != script_objects_.end()) {
+          DL_CHECK(state.kind == Kind::Dict, "pickle: BUILD at byte ", pos_, " gives a module object ", a_kind(state.kind),
+                   " as its attributes");
+          auto& into = std::get<DictData>(obj.obj->data);
+          for (const auto& [k, v] : std::get<DictData>(state.obj->data).items) into.set(k, v);
+        }
+        break;
+      }
       case 'J': push_int(int32_t(uint32_t(uint(4)))); break;  // BININT
       case 'K': push_int(int64_t(uint(1))); break;            // BININT1
       case 'M': push_int(int64_t(uint(2))); break;            // BININT2

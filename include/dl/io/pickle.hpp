@@ -3,7 +3,8 @@
 // calls anything but an allow-list of constructors, and the writer of torch.save's data.pkl.
 //
 // Allowed globals: collections.OrderedDict, torch._utils._rebuild_tensor_v2,
-// torch._utils._rebuild_parameter(_with_state) and the torch.<Type>Storage classes. Any other
+// torch._utils._rebuild_parameter(_with_state), the torch.<Type>Storage classes and the attribute
+// holders of TorchScript archives (`__torch__.* Module`, whose objects read as dicts). Any other
 // global or opcode is a dl::Error naming it.
 #pragma once
 
@@ -34,6 +35,10 @@ enum class Global : uint8_t {
   RebuildParameter,
   RebuildParameterWithState,
   Storage,  // a torch.<Type>Storage class; Value::i holds the StorageType
+  // A class of a TorchScript archive (`__torch__.<name> Module`, what libtorch's torch::save and
+  // torch.jit.save write): NEWOBJ makes an object whose BUILD state (its attributes) it becomes, read
+  // as a dict, so that a module archive reads as nested dicts of tensors ("fc.weight").
+  ScriptClass,
 };
 
 /// A torch.<Type>Storage class: dl's dtype when dl has one.
@@ -111,6 +116,7 @@ class Unpickler {
   std::vector<size_t> marks_;
   std::unordered_map<uint32_t, Value> memo_;
   std::vector<StorageType> storage_types_;
+  std::vector<const Object*> script_objects_;  // NEWOBJ's objects, whose BUILD state becomes their content
   size_t pos_ = 0;  // for messages
 };
 

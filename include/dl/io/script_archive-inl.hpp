@@ -1,0 +1,153 @@
+// dl/io/script_archive-inl.hpp — the bodies of dl/io/script_archive.hpp's non-template functions
+// (DL_API): compiled into each program in header-only mode, once into libdl_kernels in compiled mode
+// (see DL_HEADER_ONLY in dl/config.hpp).
+#pragma once
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "pickle.hpp"
+#include "script_archive.hpp"
+
+namespace dl::io {
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace detail {
+
+/// Whether TorchScript source can name the attribute directly (else `__annotations__["name"]`).
+inline bool script_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+DL_API void write_archive(const ArchiveModule& root, Sink& out) {
+  struct Stored {
+    AnyTensor tensor;  // contiguous, on the CPU
+    std::string key;
+  };
+  std::vector<Stored> storages;
+  std::vector<std::pair<std::string, std::string>> classes;  // file name, source
+  pickle::pickle_detail::Out o;
+  o.op(0x80);
+  o.op(2);
+  int next_class = 0;
+
+  auto tensor_value = [&](const std::string& name, const AnyTensor& t0) {
+    DL_CHECK(t0.defined(), "torch::save: '", name, "' is an undefined tensor");
+    AnyTensor t = (t0.device().is_cpu() ? t0 : t0.to(kCPU)).detach().contiguous();
+    const std::string key = std::to_string(storages.size());
+    o.global("torch._utils", "_rebuild_tensor_v2");
+    o.op('(');
+    o.op('(');  // persistent id: ('storage', torch.FloatStorage, key, 'cpu', numel)
+    o.str("storage");
+    o.global("torch", pickle::storage_class_name(t.dtype()));
+    o.str(key);
+    o.str("cpu");
+    o.integer(t.numel());
+    o.op('t');
+    o.op('Q');
+    o.integer(0);
+    o.int_tuple(std::vector<int64_t>(t.shape().begin(), t.shape().end()));
+    std::vector<int64_t> strides(size_t(t.dim()));
+    for (int64_t d = t.dim() - 1, s = 1; d >= 0; --d) {
+      strides[size_t(d)] = s;
+      s *= t.shape()[int(d)];
+    }
+    o.int_tuple(strides);
+    o.op(0x89);  // requires_grad=False
+    o.global("collections", "OrderedDict");
+    o.op(')');
+    o.op('R');
+    o.op('t');
+    o.op('R');
+    storages.push_back({std::move(t), key});
+  };
+
+  // One class per module: its TorchScript declaration lists the attributes and their types.
+  auto write_module = [&](auto& self, const ArchiveModule& m, bool is_root) -> std::string {
+    const std::string qualified = is_root ? "__torch__" : "__torch__.___torch_mangle_" + std::to_string(next_class++);
+    o.global(qualified, "Module");
+    o.op(')');
+    o.op(0x81);  // NEWOBJ
+    o.op('}');
+    std::string decl = "class Module(Module):\n";
+    auto list = [](const std::vector<std::pair<std::string, AnyTensor>>& v) {
+      std::string s = "[";
+      for (const auto& [n, t] : v) s += "\"" + n + "\", ";
+      return s + "]";
+    };
+    decl += "  __parameters__ = " + list(m.parameters) + "\n";
+    decl += "  __buffers__ = " + list(m.buffers) + "\n";
+    std::string annotated;
+    auto declare = [&](const std::string& name, const std::string& type) {
+      if (script_identifier(name)) decl += "  " + name + " : " + type + "\n";
+      else annotated += "  __annotations__[\"" + name + "\"] = " + type + "\n";
+    };
+    const size_t n = m.parameters.size() + m.buffers.size() + m.children.size();
+    if (n > 0) o.op('(');
+    for (const auto* tensors : {&m.parameters, &m.buffers})
+      for (const auto& [name, t] : *tensors) {
+        o.str(name);
+        tensor_value(name, t);
+        declare(name, "Tensor");
+      }
+    for (const auto& [name, child] : m.children) {
+      o.str(name);
+      declare(name, self(self, child, false) + ".Module");
+    }
+    if (n > 0) o.op('u');
+    o.op('b');  // BUILD: the attributes
+    if (!annotated.empty()) decl += "  __annotations__ = []\n" + annotated;
+    classes.emplace_back(is_root ? "code/__torch__.py" : "code/__torch__/" + qualified.substr(10) + ".py", decl);
+    return qualified;
+  };
+  write_module(write_module, root, true);
+  o.op('.');
+
+  ZipWriter zip(out);
+  zip.add("archive/data.pkl", o.b.data(), o.b.size());
+  for (auto it = classes.rbegin(); it != classes.rend(); ++it) zip.add("archive/" + it->first, it->second.data(), it->second.size());
+  static constexpr char kNoConstants[] = {'\x80', '\x02', ')', '.'};  // pickle of ()
+  zip.add("archive/constants.pkl", kNoConstants, sizeof kNoConstants);
+  zip.add("archive/version", "3\n", 2);
+  for (const Stored& s : storages) {
+    const TensorImpl& impl = *s.tensor.impl();
+    const size_t es = element_size(impl.dtype);
+    const char* base = static_cast<const char*>(impl.storage->data()) + impl.offset * int64_t(es);
+    zip.add("archive/data/" + s.key, s.tensor.numel() ? base : nullptr, size_t(s.tensor.numel()) * es);
+  }
+  zip.finish();
+}
+
+}  // namespace detail
+
+DL_API std::string to_archive(const ArchiveModule& root) {
+  std::string out;
+  detail::StringSink sink(out);
+  detail::write_archive(root, sink);
+  return out;
+}
+
+DL_API void save_archive(const ArchiveModule& root, const std::string& path) {
+  const std::string tmp = path + ".dl-tmp";
+  try {
+    detail::FileSink out(tmp);
+    detail::write_archive(root, out);
+    out.close();
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error(::dl::detail::cat("torch::save: cannot move '", tmp, "' to '", path, "': ", std::strerror(err)));
+  }
+}
+
+}  // namespace dl::io
