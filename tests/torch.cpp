@@ -337,3 +337,47 @@ TEST_CASE("torch::save and torch::load: modules, tensors and lists in libtorch's
   CHECK_THROWS_AS(torch::load(t, (dir / "missing.pt").string()), dl::Error);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("torch::save and torch::load of optimizers: the state comes back, the options stay") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dl_torch_opt_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = dir / "adam.pt";
+  auto train = [](torch::nn::Linear& fc, torch::optim::Optimizer& opt, int steps) {
+    for (int i = 0; i < steps; ++i) {
+      opt.zero_grad();
+      torch::Tensor loss = fc->forward(torch::ones({3, 2})).pow(2).sum();
+      loss.backward();
+      opt.step();
+    }
+  };
+  torch::nn::Linear a(2, 1), b(2, 1);
+  {
+    torch::NoGradGuard no_grad;
+    b->weight.copy_(a->weight);
+    b->bias.copy_(a->bias);
+  }
+  torch::optim::Adam adam_a(a->parameters(), torch::optim::AdamOptions(0.01).amsgrad(true));
+  torch::optim::Adam adam_b(b->parameters(), torch::optim::AdamOptions(0.01).amsgrad(true));
+  train(a, adam_a, 3);
+  train(b, adam_b, 3);
+  torch::save(adam_a, path);
+  // A fresh optimizer over b's parameters, loaded, continues exactly as a's.
+  torch::optim::Adam resumed(b->parameters(), torch::optim::AdamOptions(0.01).amsgrad(true));
+  torch::load(resumed, path);
+  train(a, adam_a, 2);
+  train(b, resumed, 2);
+  CHECK(dl::equal(a->weight, b->weight));
+  CHECK(resumed.state_dict().get<double>("state.0.step").item() == 5.0);
+  // The options stay the optimizer's own (libtorch's behaviour).
+  torch::optim::Adam other_lr(b->parameters(), torch::optim::AdamOptions(0.5));
+  torch::load(other_lr, path);
+  CHECK(other_lr.get_lr(0) == doctest::Approx(0.5));
+
+  // Errors: another optimizer's file, other group sizes, a file that is no optimizer's.
+  torch::nn::Linear wide(3, 1);
+  torch::optim::Adam mismatched({wide->parameters()[0]}, torch::optim::AdamOptions(0.01));
+  CHECK_THROWS_AS(torch::load(mismatched, path), dl::Error);
+  torch::save(a, (dir / "module.pt").string());
+  CHECK_THROWS_WITH_AS(torch::load(resumed, (dir / "module.pt").string()), doctest::Contains("not an optimizer archive"), dl::Error);
+  std::filesystem::remove_all(dir);
+}

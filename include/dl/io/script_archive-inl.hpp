@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "pickle.hpp"
 #include "script_archive.hpp"
@@ -88,14 +89,46 @@ DL_API void write_archive(const ArchiveModule& root, Sink& out) {
       if (script_identifier(name)) decl += "  " + name + " : " + type + "\n";
       else annotated += "  __annotations__[\"" + name + "\"] = " + type + "\n";
     };
-    const size_t n = m.parameters.size() + m.buffers.size() + m.children.size();
+    const size_t n = m.parameters.size() + m.buffers.size() + m.tensors.size() + m.attributes.size() + m.children.size();
     if (n > 0) o.op('(');
-    for (const auto* tensors : {&m.parameters, &m.buffers})
+    for (const auto* tensors : {&m.parameters, &m.buffers, &m.tensors})
       for (const auto& [name, t] : *tensors) {
         o.str(name);
         tensor_value(name, t);
         declare(name, "Tensor");
       }
+    for (const auto& [name, value] : m.attributes) {
+      o.str(name);
+      std::visit(
+          [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            auto binfloat = [&](double x) {
+              uint64_t bits;
+              std::memcpy(&bits, &x, 8);
+              o.op('G');
+              for (int k = 7; k >= 0; --k) o.op(uint8_t(bits >> (8 * k)));
+            };
+            if constexpr (std::is_same_v<V, double>) {
+              binfloat(v);
+              declare(name, "float");
+            } else if constexpr (std::is_same_v<V, int64_t>) {
+              o.integer(v);
+              declare(name, "int");
+            } else if constexpr (std::is_same_v<V, bool>) {
+              o.op(v ? 0x88 : 0x89);
+              declare(name, "bool");
+            } else if constexpr (std::is_same_v<V, std::string>) {
+              o.str(v);
+              declare(name, "str");
+            } else {
+              binfloat(v.first);
+              binfloat(v.second);
+              o.op(0x86);  // TUPLE2
+              declare(name, "Tuple[float, float]");
+            }
+          },
+          value);
+    }
     for (const auto& [name, child] : m.children) {
       o.str(name);
       declare(name, self(self, child, false) + ".Module");

@@ -12,6 +12,7 @@
 
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "../any_tensor.hpp"
@@ -22,10 +23,16 @@ namespace dl::io {
 
 // ------------------------------------------------------------------------------ declarations
 
-/// One module of an archive: its tensors and submodules, in the order they are written.
+/// A non-tensor attribute: TorchScript's float, int, bool, str or Tuple[float, float] (what
+/// libtorch's optimizers write: options, steps, keys).
+using ArchiveValue = std::variant<double, int64_t, bool, std::string, std::pair<double, double>>;
+
+/// One module of an archive: its tensors, other attributes and submodules, in the order they are written.
 struct ArchiveModule {
   std::vector<std::pair<std::string, AnyTensor>> parameters;
   std::vector<std::pair<std::string, AnyTensor>> buffers;
+  std::vector<std::pair<std::string, AnyTensor>> tensors;  ///< other tensor attributes (optimizer state)
+  std::vector<std::pair<std::string, ArchiveValue>> attributes;
   std::vector<std::pair<std::string, ArchiveModule>> children;
 };
 

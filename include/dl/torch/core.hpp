@@ -75,6 +75,18 @@ std::string str(const Args&... args) {
 
 inline void manual_seed(uint64_t seed) { dl::manual_seed(seed); }
 
+/// Sets grad mode for its scope (torch::AutoGradMode enable(true) inside a NoGradGuard).
+class AutoGradMode {
+ public:
+  explicit AutoGradMode(bool enabled) : prev_(dl::autograd::is_grad_enabled()) { dl::autograd::set_grad_enabled(enabled); }
+  ~AutoGradMode() { dl::autograd::set_grad_enabled(prev_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
+
+ private:
+  bool prev_;
+};
+
 namespace cuda {
 /// Whether a CUDA device can be used: false in a build without dl/cuda.hpp (nvcc), as libtorch's CPU build.
 inline bool is_available() {
