@@ -375,7 +375,7 @@ TEST_CASE("torch::save and torch::load of optimizers: the state comes back, the 
 
   // Errors: another optimizer's file, other group sizes, a file that is no optimizer's.
   torch::nn::Linear wide(3, 1);
-  torch::optim::Adam mismatched({wide->parameters()[0]}, torch::optim::AdamOptions(0.01));
+  torch::optim::Adam mismatched(std::vector<torch::Tensor>{wide->parameters()[0]}, torch::optim::AdamOptions(0.01));
   CHECK_THROWS_AS(torch::load(mismatched, path), dl::Error);
   torch::save(a, (dir / "module.pt").string());
   CHECK_THROWS_WITH_AS(torch::load(resumed, (dir / "module.pt").string()), doctest::Contains("not an optimizer archive"), dl::Error);
