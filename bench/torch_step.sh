@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The MLP and LeNet-5 training steps of bench/torch_step.cpp, one libtorch-style source built against
 # dl/torch.hpp (with the native-dl twins) and against Debian's libtorch 1.13 (libtorch-dev), run in
-# interleaved rounds on 2 threads; prints the medians (ms per step) side by side.
+# interleaved rounds on 2 threads; prints the medians (ms per step) side by side. Needs libtorch-dev.
 #   bash bench/torch_step.sh [rounds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,9 @@ g++ -std=c++20 -O3 -march=native -fopenmp -Iinclude -Ibench/torch_shim -I$blas -
   -L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas -llapacke -lz
 g++ -std=c++17 -O3 -march=native bench/torch_step.cpp -o "$work/libtorch" -I/usr/include/torch/csrc/api/include \
   -ltorch -ltorch_cpu -lc10
-export OMP_NUM_THREADS=2
+# Both on 2 OpenMP threads with OpenBLAS single-threaded: libtorch's best setup here (with OpenBLAS's own
+# pthread pool as well, its threads and libtorch's fight over the 2 cores: 6.2 ms per MLP step, not 1.6).
+export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1
 for ((r = 0; r < rounds; ++r)); do
   "$work/dl" 1 | sed 's/^/dl_/'
   "$work/libtorch" 1 | sed 's/^/libtorch_/'
