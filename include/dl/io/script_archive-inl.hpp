@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
+#include "atomic_file.hpp"
 #include "pickle.hpp"
 #include "script_archive.hpp"
 
@@ -167,20 +166,7 @@ DL_API std::string to_archive(const ArchiveModule& root) {
 }
 
 DL_API void save_archive(const ArchiveModule& root, const std::string& path) {
-  const std::string tmp = path + ".dl-tmp";
-  try {
-    detail::FileSink out(tmp);
-    detail::write_archive(root, out);
-    out.close();
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(::dl::detail::cat("torch::save: cannot move '", tmp, "' to '", path, "': ", std::strerror(err)));
-  }
+  detail::write_file_atomically(path, "torch::save", [&](detail::Sink& out) { detail::write_archive(root, out); });
 }
 
 }  // namespace dl::io

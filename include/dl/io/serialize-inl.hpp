@@ -3,6 +3,7 @@
 // DL_HEADER_ONLY in dl/config.hpp).
 #pragma once
 
+#include "atomic_file.hpp"
 #include "serialize.hpp"
 
 namespace dl {
@@ -19,21 +20,10 @@ DL_API io::Format io::format_for_path(std::string_view path) {
 
 DL_API void save(const StateDict& sd, const std::string& path, io::Format format) {
   if (format == io::Format::from_extension) format = io::format_for_path(path);
-  const std::string tmp = path + ".dl-tmp";
-  try {
-    io::detail::FileSink out(tmp);
+  io::detail::write_file_atomically(path, "save", [&](io::detail::Sink& out) {
     if (format == io::Format::pth) io::detail::write_pth(sd, out);
     else io::detail::write_safetensors(sd, out);
-    out.close();
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(detail::cat("save: cannot move '", tmp, "' to '", path, "': ", std::strerror(err)));
-  }
+  });
 }
 
 DL_API StateDict load(const std::string& path) {
