@@ -31,6 +31,8 @@ using Pair = std::pair<double, double>;
 /// Declares an algorithm's options from one field list FIELDS(X), X(type, name, default):
 /// `Name##Options` (designated-initialisable, in PyTorch's argument order) and
 /// `Name##GroupOptions` (the same fields as std::optional: the options a parameter group overrides).
+/// Each algorithm's field list (DL_SGD_FIELDS, ...) stays defined after its header: dl/torch/optim.hpp
+/// generates libtorch's chainable setters (SGDOptions(0.1).momentum(0.9)) from it.
 #define DL_OPTIM_FIELD_(type, name, value) type name = value;
 #define DL_OPTIM_OPTIONAL_(type, name, value) std::optional<type> name = std::nullopt;
 #define DL_OPTIM_VISIT_(type, name, value) f(#name, name);
