@@ -724,6 +724,7 @@ TEST_CASE("io: the pickle subset") {
     CHECK_ERROR(load(Pickle().global("collections", "OrderedDict").op(')').op(0x81).stop()),
                 "only the module objects of TorchScript archives are made");
     CHECK_ERROR(load(Pickle().global("__torch__", "Function").stop()), "global '__torch__.Function' is not allowed");
+    CHECK_ERROR(load(Pickle().global("__torch__", "Module").op(')').op('R').stop()), "calls a TorchScript class");
     CHECK_ERROR(load(Pickle().op('}').op('i').stop()), "opcode 0x69 ('i')");     // INST
     CHECK_ERROR(load("\x80\x07}."), "protocol 7 is not supported");
     CHECK_ERROR(load(Pickle().op('}').o.b), "without STOP");

@@ -189,6 +189,9 @@ DL_API Value Unpickler::reduce(const Value& callable, const Value& args_value) {
       // (data, requires_grad, backward_hooks[, state]): the parameter's data is the tensor.
       DL_CHECK(!args.empty() && args[0].kind == Kind::Tensor, "pickle: _rebuild_parameter without a tensor");
       return args[0];
+    case Global::ScriptClass:
+      throw Error(::dl::detail::cat("pickle: REDUCE at byte ", pos_,
+                                    " calls a TorchScript class (whose objects only NEWOBJ makes)"));
     case Global::Storage: break;
   }
   throw Error(::dl::detail::cat("pickle: REDUCE at byte ", pos_, " calls a storage class"));
