@@ -381,3 +381,26 @@ TEST_CASE("torch::save and torch::load of optimizers: the state comes back, the 
   CHECK_THROWS_WITH_AS(torch::load(resumed, (dir / "module.pt").string()), doctest::Contains("not an optimizer archive"), dl::Error);
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+// A dataset whose size is unknown (libtorch's stream datasets): make_data_loader cannot sample it.
+class Unsized : public torch::data::datasets::Dataset<Unsized> {
+ public:
+  torch::data::Example<> get(size_t) override { return {torch::zeros({1}), torch::tensor(int64_t(0))}; }
+  torch::optional<size_t> size() const override { return torch::nullopt; }
+};
+}  // namespace
+
+TEST_CASE("libtorch's data API: TensorLambda, BatchLambda, and a dataset without a size") {
+  auto doubled = Squares(4)
+                     .map(torch::data::transforms::TensorLambda<>([](torch::Tensor x) { return torch::Tensor(x * 2); }))
+                     .map(torch::data::transforms::Stack<>())
+                     .map(torch::data::transforms::BatchLambda<torch::data::Example<>>([](torch::data::Example<> b) {
+                       b.target = b.target + 10;
+                       return b;
+                     }));
+  torch::data::Example<> batch = doubled.get_batch({3});
+  CHECK(batch.data.at(0, 1) == 18.0f);
+  CHECK(batch.target.at(0) == 10);
+  CHECK_THROWS_WITH_AS(torch::data::make_data_loader(Unsized(), 2), doctest::Contains("the dataset has no size"), dl::Error);
+}
