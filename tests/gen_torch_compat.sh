@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(mnist dcgan regression custom_dataset archive)
+[ ${#names[@]} -gt 0 ] || names=(mnist dcgan regression custom_dataset sequence archive)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/fashion-mnist"

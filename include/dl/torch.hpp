@@ -8,7 +8,10 @@
 //   torch::relu, max_pool2d, nll_loss   functions of torch::Tensor (dl/torch/core.hpp)
 //   torch::nn::Module, TORCH_MODULE     dl::nn::Module; module holders with shared ownership (dl/torch/nn.hpp)
 //   torch::nn::Conv2dOptions(1, 8, 3).stride(2)
-//                                       builder options over dl's layers (XImpl is dl's layer)
+//                                       builder options over dl's layers (XImpl is dl's layer;
+//                                       embeddings, norms, LSTM/GRU, attention, losses: dl/torch/layers.hpp)
+//   torch::nn::functional::conv2d(x, w, F::Conv2dFuncOptions().stride(2))
+//                                       the functional API with its option classes (dl/torch/functional.hpp)
 //   torch::optim::SGDOptions(0.1).momentum(0.9)
 //                                       dl's options with chainable setters (dl/torch/optim.hpp)
 //   torch::data::datasets::MNIST, transforms::Normalize/Stack/Lambda, make_data_loader
@@ -19,6 +22,8 @@
 
 #include "torch/core.hpp"
 #include "torch/data.hpp"
+#include "torch/functional.hpp"
+#include "torch/layers.hpp"
 #include "torch/nn.hpp"
 #include "torch/optim.hpp"
 #include "torch/serialize.hpp"

@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,22 @@ inline constexpr Dtype<int32_t> kInt{}, kInt32{};
 inline constexpr Dtype<uint8_t> kUInt8{}, kByte{};
 inline constexpr Dtype<bool> kBool{};
 
+/// libtorch's enum constants (torch::kMean, torch::kTanh, torch::kReflect, ...): each is a name that
+/// options store and dl's functions take as a string ("mean", "tanh", "reflect").
+namespace enumtype {
+struct Name {
+  const char* name;
+  operator std::string() const { return name; }  // NOLINT: implicit, for dl's string options
+  friend bool operator==(Name a, Name b) { return std::string_view(a.name) == b.name; }
+};
+}  // namespace enumtype
+inline constexpr enumtype::Name kMean{"mean"}, kSum{"sum"}, kNone{"none"}, kBatchMean{"batchmean"};
+inline constexpr enumtype::Name kTanh{"tanh"}, kReLU{"relu"}, kGELU{"gelu"}, kSigmoid{"sigmoid"}, kLinear{"linear"},
+    kLeakyReLU{"leaky_relu"}, kSiLU{"silu"};
+inline constexpr enumtype::Name kZeros{"zeros"}, kConstant{"constant"}, kReflect{"reflect"}, kReplicate{"replicate"},
+    kCircular{"circular"};
+inline constexpr enumtype::Name kFanIn{"fan_in"}, kFanOut{"fan_out"};
+
 /// libtorch's reductions (at::Reduction::Mean etc.), for the loss functions below.
 namespace Reduction {
 enum Reduction { None, Mean, Sum };
@@ -60,6 +77,16 @@ enum Reduction { None, Mean, Sum };
 namespace detail {
 inline dl::nn::Reduction reduction(Reduction::Reduction r) {
   return r == Reduction::None ? dl::nn::Reduction::none : r == Reduction::Sum ? dl::nn::Reduction::sum : dl::nn::Reduction::mean;
+}
+/// A loss option's torch::kMean / kSum / kNone (/ kBatchMean where allowed) as dl's reduction.
+inline dl::nn::Reduction reduction(enumtype::Name r, bool batchmean_allowed = false) {
+  const std::string_view n = r.name;
+  if (n == "mean") return dl::nn::Reduction::mean;
+  if (n == "sum") return dl::nn::Reduction::sum;
+  if (n == "none") return dl::nn::Reduction::none;
+  if (n == "batchmean" && batchmean_allowed) return dl::nn::Reduction::batchmean;
+  throw dl::Error(std::string(n) + " is not a valid value for reduction (expected torch::kMean, torch::kSum or torch::kNone" +
+                  (batchmean_allowed ? " or torch::kBatchMean)" : ")"));
 }
 }  // namespace detail
 
@@ -170,6 +197,9 @@ dl::Tensor<T> arange(A start, B end, C step, Dtype<T>) {
 }
 /// A tensor from values: floating values give float, integers int64 (libtorch's inference).
 inline Tensor tensor(std::initializer_list<float> v) { return dl::tensor<float>(v); }
+inline Tensor tensor(std::initializer_list<double> v) { return dl::tensor<float>(std::vector<float>(v.begin(), v.end())); }
+inline dl::Tensor<int64_t> tensor(std::initializer_list<int64_t> v) { return dl::tensor<int64_t>(std::vector<int64_t>(v)); }
+inline dl::Tensor<int64_t> tensor(std::initializer_list<int> v) { return dl::tensor<int64_t>(std::vector<int64_t>(v.begin(), v.end())); }
 inline Tensor tensor(const std::vector<float>& v) { return dl::tensor<float>(v); }
 inline Tensor tensor(const std::vector<double>& v) {
   return dl::tensor<float>(std::vector<float>(v.begin(), v.end()));
@@ -216,11 +246,11 @@ inline Tensor pow(const Tensor& x, double e) { return Tensor(dl::pow(x, float(e)
 inline Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01) {
   return dl::nn::functional::leaky_relu(x, negative_slope);
 }
-inline Tensor max_pool2d(const Tensor& x, dl::Size2 kernel_size, std::optional<dl::Size2> stride = std::nullopt,
+inline Tensor max_pool2d(const Tensor& x, dl::Size2 kernel_size, dl::OptionalSize2 stride = std::nullopt,
                          dl::Size2 padding = 0, dl::Size2 dilation = 1, bool ceil_mode = false) {
   return dl::nn::functional::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
 }
-inline Tensor avg_pool2d(const Tensor& x, dl::Size2 kernel_size, std::optional<dl::Size2> stride = std::nullopt,
+inline Tensor avg_pool2d(const Tensor& x, dl::Size2 kernel_size, dl::OptionalSize2 stride = std::nullopt,
                          dl::Size2 padding = 0) {
   return dl::nn::functional::avg_pool2d(x, kernel_size, stride, padding);
 }

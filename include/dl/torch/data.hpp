@@ -14,10 +14,12 @@
 // typed dl tensor cannot be both); write Example<torch::Tensor, torch::Tensor> for float targets.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <random>
 #include <optional>
 #include <string>
 #include <utility>
@@ -252,13 +254,71 @@ class MNIST : public Dataset<MNIST> {
 }  // namespace datasets
 
 namespace samplers {
-/// The order make_data_loader draws indices in: 0, 1, 2, ...
+/// The order make_data_loader draws indices in: 0, 1, 2, ... (the size argument is libtorch's; the
+/// loader takes the dataset's).
 struct SequentialSampler {
   static constexpr bool shuffle = false;
+  explicit SequentialSampler(size_t size = 0) : size(size) {}
+  size_t size;
 };
 /// A new random order each epoch (from dl's default generator: torch::manual_seed fixes it).
 struct RandomSampler {
   static constexpr bool shuffle = true;
+  explicit RandomSampler(int64_t size = 0) : size(size) {}
+  int64_t size;
+};
+/// What libtorch's distributed samplers share: this replica's count (the size divided by the
+/// replicas, rounded up with allow_duplicates, down without) and the epoch. As libtorch's, a loader
+/// keeps its own copy: set the epoch before make_data_loader (or make a loader per epoch).
+class DistributedSampler {
+ public:
+  DistributedSampler(size_t size, size_t num_replicas, size_t rank, bool allow_duplicates)
+      : size_(size), num_replicas_(num_replicas), rank_(rank), allow_duplicates_(allow_duplicates) {
+    if (num_replicas == 0 || rank >= num_replicas)
+      throw dl::Error(str("DistributedSampler: rank ", rank, " is not in [0, num_replicas = ", num_replicas, ")"));
+  }
+  void set_epoch(size_t epoch) { epoch_ = epoch; }
+  size_t epoch() const { return epoch_; }
+  /// The indices this replica draws in one epoch.
+  int64_t size() const { return int64_t(local_sample_count()); }
+
+ protected:
+  size_t local_sample_count() const {
+    return allow_duplicates_ ? (size_ + num_replicas_ - 1) / num_replicas_ : size_ / num_replicas_;
+  }
+  size_t size_, num_replicas_, rank_;
+  bool allow_duplicates_;
+  size_t epoch_ = 0;
+};
+/// libtorch's DistributedRandomSampler, index for index: the indices (wrapped around to
+/// local count x replicas with allow_duplicates, cut to it without) shuffled by std::shuffle with a
+/// std::mt19937 seeded by the epoch (so every replica agrees, and the order changes only with
+/// set_epoch), then this replica's contiguous block.
+class DistributedRandomSampler : public DistributedSampler {
+ public:
+  explicit DistributedRandomSampler(size_t size, size_t num_replicas = 1, size_t rank = 0, bool allow_duplicates = true)
+      : DistributedSampler(size, num_replicas, rank, allow_duplicates) {}
+  std::vector<int64_t> indices() {
+    const size_t local = local_sample_count(), count = num_replicas_ == 1 ? size_ : local * num_replicas_;
+    std::vector<size_t> all(count);
+    for (size_t i = 0; i < count; ++i) all[i] = i < size_ ? i : i - size_;
+    std::mt19937 rng(static_cast<std::mt19937::result_type>(epoch_));
+    std::shuffle(all.begin(), all.end(), rng);
+    return std::vector<int64_t>(all.begin() + std::ptrdiff_t(rank_ * local), all.begin() + std::ptrdiff_t(rank_ * local + local));
+  }
+};
+/// libtorch's DistributedSequentialSampler: this replica's contiguous block of 0, 1, 2, ...
+/// (wrapped around past the end with allow_duplicates).
+class DistributedSequentialSampler : public DistributedSampler {
+ public:
+  explicit DistributedSequentialSampler(size_t size, size_t num_replicas = 1, size_t rank = 0, bool allow_duplicates = true)
+      : DistributedSampler(size, num_replicas, rank, allow_duplicates) {}
+  std::vector<int64_t> indices() {
+    const size_t local = local_sample_count();
+    std::vector<int64_t> out(local);
+    for (size_t i = 0; i < local; ++i) out[i] = int64_t((rank_ * local + i) % size_);
+    return out;
+  }
 };
 }  // namespace samplers
 
@@ -296,16 +356,33 @@ struct LoadBatch {
 };
 }  // namespace detail
 
+namespace detail {
+template <class S>
+constexpr bool sampler_shuffles() {
+  if constexpr (requires { S::shuffle; }) return S::shuffle;
+  else return false;
+}
+template <class S>
+dl::data::AnySampler any_sampler(S sampler) {
+  if constexpr (requires { S::shuffle; }) return {};
+  else return dl::data::AnySampler(std::move(sampler));
+}
+}  // namespace detail
+
 /// Batches of a dataset, iterated with range-for (`for (auto& batch : *loader)`), one epoch per loop.
 template <class D, class Sampler>
 class StatelessDataLoader {
  public:
   using BatchType = decltype(std::declval<D&>().get_batch(std::declval<typename D::BatchRequestType>()));
-  StatelessDataLoader(D dataset, const DataLoaderOptions& o)
+  StatelessDataLoader(D dataset, const DataLoaderOptions& o) : StatelessDataLoader(std::move(dataset), Sampler(0), o) {}
+  /// A sampler object (the distributed samplers) draws the indices; the tags (Sequential, Random)
+  /// choose the order.
+  StatelessDataLoader(D dataset, Sampler sampler, const DataLoaderOptions& o)
       : dataset_(std::make_shared<D>(std::move(dataset))),
         loader_(detail::Indices<D>{dataset_},
                 {.batch_size = int64_t(o.batch_size()),
-                 .shuffle = Sampler::shuffle,
+                 .shuffle = detail::sampler_shuffles<Sampler>(),
+                 .sampler = detail::any_sampler(std::move(sampler)),
                  .num_workers = int(o.workers()),
                  .collate_fn = detail::LoadBatch<D>{dataset_},
                  .drop_last = o.drop_last(),
@@ -330,6 +407,17 @@ std::unique_ptr<StatelessDataLoader<D, Sampler>> make_data_loader(D dataset, Dat
 template <class Sampler = samplers::RandomSampler, class D>
 std::unique_ptr<StatelessDataLoader<D, Sampler>> make_data_loader(D dataset, size_t batch_size) {
   return make_data_loader<Sampler>(std::move(dataset), DataLoaderOptions(batch_size));
+}
+/// A loader drawing its indices from `sampler` (e.g. samplers::DistributedRandomSampler).
+template <class D, class Sampler>
+  requires(!std::is_convertible_v<Sampler, DataLoaderOptions>)
+std::unique_ptr<StatelessDataLoader<D, Sampler>> make_data_loader(D dataset, Sampler sampler, DataLoaderOptions options = {}) {
+  return std::make_unique<StatelessDataLoader<D, Sampler>>(std::move(dataset), std::move(sampler), options);
+}
+template <class D, class Sampler>
+  requires(!std::is_convertible_v<Sampler, DataLoaderOptions>)
+std::unique_ptr<StatelessDataLoader<D, Sampler>> make_data_loader(D dataset, Sampler sampler, size_t batch_size) {
+  return make_data_loader(std::move(dataset), std::move(sampler), DataLoaderOptions(batch_size));
 }
 
 }  // namespace torch::data

@@ -24,6 +24,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -81,12 +82,8 @@ class ExpandingArray {
   std::array<int64_t, D> values_{};
 };
 
-/// Padding modes of the convolutions (torch::kZeros, ...).
-struct PaddingModeName {
-  const char* name;
-  operator std::string() const { return name; }  // NOLINT
-};
-inline constexpr PaddingModeName kZeros{"zeros"}, kReflect{"reflect"}, kReplicate{"replicate"}, kCircular{"circular"};
+/// Padding modes of the convolutions (torch::kZeros, ...; dl/torch/core.hpp).
+using PaddingModeName = enumtype::Name;
 
 namespace nn {
 
@@ -146,6 +143,12 @@ class ModuleHolder {
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+/// Prints the module (libtorch prints `*holder`).
+template <class Impl>
+std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& holder) {
+  return os << *holder;
+}
 
 namespace detail {
 template <class M>
@@ -370,6 +373,7 @@ using AvgPool2dOptions = AvgPoolOptions<2>;
 
 class MaxPool2dImpl : public dl::nn::MaxPool2d {
  public:
+  explicit MaxPool2dImpl(ExpandingArray<2> kernel_size) : MaxPool2dImpl(MaxPool2dOptions(kernel_size)) {}
   explicit MaxPool2dImpl(const MaxPool2dOptions& o)
       : dl::nn::MaxPool2d(o.kernel_size().dl(), {.stride = o.stride().dl(), .padding = o.padding().dl(),
                                                  .dilation = o.dilation().dl(), .ceil_mode = o.ceil_mode()}),
@@ -379,6 +383,7 @@ class MaxPool2dImpl : public dl::nn::MaxPool2d {
 TORCH_MODULE(MaxPool2d);
 class AvgPool2dImpl : public dl::nn::AvgPool2d {
  public:
+  explicit AvgPool2dImpl(ExpandingArray<2> kernel_size) : AvgPool2dImpl(AvgPool2dOptions(kernel_size)) {}
   explicit AvgPool2dImpl(const AvgPool2dOptions& o)
       : dl::nn::AvgPool2d(o.kernel_size().dl(), {.stride = o.stride().dl(), .padding = o.padding().dl(), .ceil_mode = o.ceil_mode(),
                                                  .count_include_pad = o.count_include_pad(),
