@@ -404,3 +404,175 @@ TEST_CASE("libtorch's data API: TensorLambda, BatchLambda, and a dataset without
   CHECK(batch.target.at(0) == 10);
   CHECK_THROWS_WITH_AS(torch::data::make_data_loader(Unsized(), 2), doctest::Contains("the dataset has no size"), dl::Error);
 }
+
+TEST_CASE("parameter groups: OptimizerParamGroup in, views out") {
+  torch::nn::Linear a(2, 2), b(2, 1);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(a->parameters(), std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(0.5).momentum(0.9)));
+  groups.emplace_back(b->parameters());  // the defaults
+  torch::optim::SGD sgd(groups, torch::optim::SGDOptions(0.1).weight_decay(0.01));
+  REQUIRE(sgd.param_groups().size() == 2);
+  CHECK(sgd.get_lr(0) == doctest::Approx(0.5));
+  CHECK(sgd.get_momentum(0).value() == doctest::Approx(0.9));
+  CHECK(sgd.get_lr(1) == doctest::Approx(0.1));
+  CHECK(sgd.get_momentum(1).value() == doctest::Approx(0.0));
+  // A group given its own options takes every field from them, as libtorch's.
+  CHECK(static_cast<torch::optim::SGDOptions&>(sgd.param_groups()[0].options()).weight_decay() == doctest::Approx(0.0));
+  CHECK(static_cast<torch::optim::SGDOptions&>(sgd.param_groups()[1].options()).weight_decay() == doctest::Approx(0.01));
+  CHECK(sgd.param_groups()[1].params().size() == 2);
+  CHECK(sgd.param_groups()[1].params()[0].is_same(b->weight));
+
+  // The views write through: the static_cast idiom and set_lr.
+  for (auto& group : sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(0.25);
+  CHECK(sgd.get_lr(0) == doctest::Approx(0.25));
+  CHECK(sgd.get_lr(1) == doctest::Approx(0.25));
+  sgd.param_groups()[1].options().set_lr(0.125);
+  CHECK(sgd.get_lr(1) == doctest::Approx(0.125));
+  // A copy of a view is a value: changing it leaves the optimizer alone.
+  torch::optim::SGDOptions copy = static_cast<torch::optim::SGDOptions&>(sgd.param_groups()[0].options());
+  copy.lr(9.0);
+  CHECK(sgd.get_lr(0) == doctest::Approx(0.25));
+  torch::optim::OptimizerParamGroup group_copy = sgd.param_groups()[0];
+  group_copy.options().set_lr(7.0);
+  CHECK(sgd.get_lr(0) == doctest::Approx(0.25));
+
+  // add_param_group keeps earlier views valid in content.
+  torch::nn::Linear c(1, 1);
+  sgd.add_param_group(torch::optim::OptimizerParamGroup(c->parameters(), std::make_unique<torch::optim::SGDOptions>(0.75)));
+  REQUIRE(sgd.param_groups().size() == 3);
+  CHECK(sgd.param_groups()[2].options().get_lr() == doctest::Approx(0.75));
+  CHECK(sgd.param_groups()[0].options().get_lr() == doctest::Approx(0.25));
+
+  // One step with the groups' own learning rates.
+  {
+    torch::NoGradGuard no_grad;
+    c->weight.fill_(1.0f);
+  }
+  sgd.zero_grad();
+  c->forward(torch::ones({1, 1})).sum().backward();
+  sgd.step();
+  CHECK(c->weight.item<float>() == doctest::Approx(1.0 - 0.75));
+
+  // Errors: another algorithm's options in a group; an empty group's options.
+  std::vector<torch::optim::OptimizerParamGroup> wrong;
+  wrong.emplace_back(a->parameters(), std::make_unique<torch::optim::AdamOptions>(0.1));
+  CHECK_THROWS_WITH_AS(torch::optim::SGD(wrong, 0.1),
+                       "torch::optim::SGD: a parameter group's options must be torch::optim::SGDOptions", dl::Error);
+  torch::optim::OptimizerParamGroup bare(a->parameters());
+  CHECK_FALSE(bare.has_options());
+  CHECK_THROWS_AS(bare.options(), dl::Error);
+}
+
+namespace {
+// A user's scheduler, as libtorch's are written: get_lrs from get_current_lrs and step_count_.
+struct Halving : torch::optim::LRScheduler {
+  explicit Halving(torch::optim::Optimizer& o) : torch::optim::LRScheduler(o) {}
+  std::vector<double> get_lrs() override {
+    auto lrs = get_current_lrs();
+    for (auto& lr : lrs) lr *= step_count_ == 0 ? 1.0 : 0.5;
+    return lrs;
+  }
+};
+struct WrongCount : torch::optim::LRScheduler {
+  using torch::optim::LRScheduler::LRScheduler;
+  std::vector<double> get_lrs() override { return {1.0, 2.0}; }
+};
+}  // namespace
+
+TEST_CASE("LRScheduler: a user's subclass sets every group's rate") {
+  torch::nn::Linear fc(2, 1);
+  torch::optim::Adam adam(fc->parameters(), 0.4);
+  Halving s(adam);
+  s.step();
+  CHECK(adam.get_lr(0) == doctest::Approx(0.4));
+  s.step();
+  CHECK(adam.get_lr(0) == doctest::Approx(0.2));
+  torch::optim::StepLR step(adam, 1, 0.5);
+  step.step();
+  CHECK(adam.get_lr(0) == doctest::Approx(0.1));
+  WrongCount w(adam);
+  CHECK_THROWS_WITH_AS(w.step(), "LRScheduler: get_lrs() returned 2 learning rates for 1 parameter groups", dl::Error);
+}
+
+TEST_CASE("libtorch's distributed samplers: libtorch's indices") {
+  // Expected values printed by libtorch 1.13 (DistributedRandomSampler / DistributedSequentialSampler).
+  auto epoch_of = [](auto sampler) { return sampler.indices(); };
+  torch::data::samplers::DistributedRandomSampler a(10, 3, 1);
+  CHECK(epoch_of(a) == std::vector<int64_t>{9, 1, 4, 7});
+  a.set_epoch(2);
+  CHECK(epoch_of(a) == std::vector<int64_t>{8, 1, 6, 2});
+  CHECK(a.epoch() == 2);
+  torch::data::samplers::DistributedRandomSampler b(10, 3, 2, /*allow_duplicates=*/false);
+  b.set_epoch(5);
+  CHECK(epoch_of(b) == std::vector<int64_t>{7, 4, 5});
+  CHECK(epoch_of(torch::data::samplers::DistributedRandomSampler(7)) == std::vector<int64_t>{2, 4, 6, 0, 5, 1, 3});
+  CHECK(epoch_of(torch::data::samplers::DistributedSequentialSampler(10, 3, 2)) == std::vector<int64_t>{8, 9, 0, 1});
+  CHECK(epoch_of(torch::data::samplers::DistributedSequentialSampler(10, 3, 2, false)) == std::vector<int64_t>{6, 7, 8});
+  CHECK_THROWS_WITH_AS(torch::data::samplers::DistributedRandomSampler(10, 2, 2),
+                       "DistributedSampler: rank 2 is not in [0, num_replicas = 2)", dl::Error);
+
+  // Through make_data_loader: replica 1 of 3 sees its four indices in libtorch's order.
+  auto loader = torch::data::make_data_loader(Squares(10).map(torch::data::transforms::Stack<>()),
+                                              torch::data::samplers::DistributedRandomSampler(10, 3, 1),
+                                              torch::data::DataLoaderOptions().batch_size(3));
+  std::vector<float> seen;
+  for (auto& batch : *loader)
+    for (int64_t i = 0; i < batch.data.size(0); ++i) seen.push_back(batch.data[i][0].item<float>());
+  CHECK(seen == std::vector<float>{81, 1, 16, 49});
+}
+
+TEST_CASE("torch::nn::functional and the added holders") {
+  namespace F = torch::nn::functional;
+  auto x = torch::tensor({-1.0, 0.5, 2.0});
+  CHECK(dl::equal(F::relu(x), torch::tensor({0.0, 0.5, 2.0})));
+  auto y = x.clone();
+  F::relu(y, F::ReLUFuncOptions().inplace(true));  // writes into y, as libtorch's inplace option
+  CHECK(dl::equal(y, torch::tensor({0.0, 0.5, 2.0})));
+  CHECK(dl::allclose(F::leaky_relu(x, F::LeakyReLUFuncOptions().negative_slope(0.1)), torch::tensor({-0.1, 0.5, 2.0})));
+  CHECK(dl::allclose(F::hardtanh(x, F::HardtanhFuncOptions().min_val(0).max_val(1)), torch::tensor({0.0, 0.5, 1.0})));
+  CHECK(F::dropout(torch::ones({100}), F::DropoutFuncOptions().p(0.5).training(false)).sum().item<float>() == 100);
+
+  // Braced integers are int64, braced floating values float (libtorch's inference).
+  static_assert(std::is_same_v<decltype(torch::tensor({1, 2})), dl::Tensor<int64_t>>);
+  static_assert(std::is_same_v<decltype(torch::tensor({1.5, 2.0})), torch::Tensor>);
+
+  // Reductions by name; a wrong name is a clear error.
+  auto a = torch::tensor({1.0, 2.0}), b = torch::tensor({0.0, 0.0});
+  CHECK(F::mse_loss(a, b, F::MSELossFuncOptions(torch::kSum)).item<float>() == doctest::Approx(5.0));
+  CHECK(F::mse_loss(a, b).item<float>() == doctest::Approx(2.5));
+  CHECK(torch::nn::L1Loss(torch::nn::L1LossOptions().reduction(torch::kNone))(a, b).numel() == 2);
+  CHECK_THROWS_WITH_AS(F::mse_loss(a, b, F::MSELossFuncOptions(torch::kTanh)),
+                       "tanh is not a valid value for reduction (expected torch::kMean, torch::kSum or torch::kNone)", dl::Error);
+  CHECK_THROWS_AS(F::mse_loss(a, b, F::MSELossFuncOptions(torch::kBatchMean)), dl::Error);  // kl_div's only
+
+  // Holders of the added layers: options reach dl's layers, which print as PyTorch's.
+  torch::nn::Embedding emb(torch::nn::EmbeddingOptions(5, 3).padding_idx(0));
+  CHECK(emb->options.embedding_dim() == 3);
+  CHECK(emb->padding_idx == 0);
+  CHECK(emb->forward(torch::tensor({0, 4})).sizes() == dl::Shape{2, 3});
+  auto pretrained = torch::nn::Embedding::from_pretrained(torch::ones({4, 2}), torch::nn::EmbeddingFromPretrainedOptions().freeze(false));
+  CHECK(pretrained->weight.requires_grad());
+  CHECK_THROWS_WITH_AS(torch::nn::Embedding(torch::nn::EmbeddingOptions(5, 3)._weight(torch::ones({4, 3}))),
+                       "Expected o._weight().shape() == dl::Shape({o.num_embeddings(), o.embedding_dim()}) to be true, but got "
+                       "false. Shape of _weight does not match num_embeddings and embedding_dim",
+                       dl::Error);
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(3, 4).num_layers(2).bidirectional(true).batch_first(true));
+  auto [out, state] = lstm->forward(torch::zeros({2, 5, 3}));
+  CHECK(out.sizes() == dl::Shape{2, 5, 8});
+  CHECK(std::get<0>(state).sizes() == dl::Shape{4, 2, 4});
+  torch::nn::RNN rnn(torch::nn::RNNOptions(3, 2).nonlinearity(torch::kReLU));
+  CHECK(std::get<0>(rnn->forward(torch::randn({4, 2, 3}))).min().item<float>() >= 0);  // relu, not tanh
+  std::ostringstream printed;
+  printed << torch::nn::RNNCell(torch::nn::RNNCellOptions(3, 2).nonlinearity(torch::kReLU));
+  CHECK(printed.str() == "RNNCell(3, 2, nonlinearity=relu)");  // PyTorch's repr
+  torch::nn::TransformerEncoder encoder(torch::nn::TransformerEncoderOptions(torch::nn::TransformerEncoderLayerOptions(4, 2).dim_feedforward(8), 3)
+                                            .norm(torch::nn::LayerNorm(torch::nn::LayerNormOptions({4}))));
+  CHECK(encoder->forward(torch::zeros({3, 2, 4})).sizes() == dl::Shape{3, 2, 4});
+  CHECK(encoder->named_parameters().size() == 3 * 12 + 2);  // 12 tensors per layer, the final norm's 2
+  torch::nn::ReflectionPad2d pad(torch::nn::ReflectionPad2dOptions({1, 1, 2, 0}));
+  CHECK(pad->forward(torch::zeros({1, 1, 3, 3})).sizes() == dl::Shape{1, 1, 5, 5});
+  CHECK(torch::nn::ZeroPad2d(1)->forward(torch::zeros({1, 1, 2, 2})).sizes() == dl::Shape{1, 1, 4, 4});
+  CHECK(torch::nn::MaxPool2d(2)->forward(torch::zeros({1, 1, 4, 4})).sizes() == dl::Shape{1, 1, 2, 2});
+  CHECK(torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({1, 2}))->forward(torch::zeros({1, 3, 4, 4})).sizes() ==
+        dl::Shape{1, 3, 1, 2});
+}
