@@ -575,4 +575,15 @@ TEST_CASE("torch::nn::functional and the added holders") {
   CHECK(torch::nn::MaxPool2d(2)->forward(torch::zeros({1, 1, 4, 4})).sizes() == dl::Shape{1, 1, 2, 2});
   CHECK(torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({1, 2}))->forward(torch::zeros({1, 3, 4, 4})).sizes() ==
         dl::Shape{1, 3, 1, 2});
+
+  torch::nn::EmbeddingBag bag(torch::nn::EmbeddingBagOptions(4, 2).mode(torch::kSum)._weight(torch::arange(8, torch::kFloat).view({4, 2})));
+  CHECK(dl::equal(bag->forward(torch::tensor({0, 1, 3}), torch::tensor({0, 2})), torch::tensor({2.0, 4.0, 6.0, 7.0}).view({2, 2})));
+  CHECK(torch::nn::Bilinear(torch::nn::BilinearOptions(3, 4, 5).bias(false))->forward(torch::ones({2, 3}), torch::ones({2, 4})).sizes() ==
+        dl::Shape{2, 5});
+  CHECK(dl::equal(torch::nn::Threshold(0.5, -1.0)->forward(torch::tensor({0.25, 1.0})), torch::tensor({-1.0, 1.0})));
+  CHECK(dl::allclose(torch::nn::Tanhshrink()->forward(torch::tensor({1.0})), torch::tensor({float(1.0 - std::tanh(1.0))})));
+  torch::nn::TransformerDecoder decoder(torch::nn::TransformerDecoderOptions(torch::nn::TransformerDecoderLayerOptions(4, 2).dim_feedforward(8), 2));
+  CHECK(decoder->forward(torch::zeros({3, 2, 4}), torch::zeros({5, 2, 4})).sizes() == dl::Shape{3, 2, 4});
+  torch::nn::Transformer transformer(torch::nn::TransformerOptions(8, 2, 1, 1).dim_feedforward(16).dropout(0.0).activation(torch::kGELU));
+  CHECK(transformer->forward(torch::zeros({5, 2, 8}), torch::zeros({3, 2, 8})).sizes() == dl::Shape{3, 2, 8});
 }

@@ -62,7 +62,7 @@ struct Name {
   friend bool operator==(Name a, Name b) { return std::string_view(a.name) == b.name; }
 };
 }  // namespace enumtype
-inline constexpr enumtype::Name kMean{"mean"}, kSum{"sum"}, kNone{"none"}, kBatchMean{"batchmean"};
+inline constexpr enumtype::Name kMean{"mean"}, kSum{"sum"}, kMax{"max"}, kNone{"none"}, kBatchMean{"batchmean"};
 inline constexpr enumtype::Name kTanh{"tanh"}, kReLU{"relu"}, kGELU{"gelu"}, kSigmoid{"sigmoid"}, kLinear{"linear"},
     kLeakyReLU{"leaky_relu"}, kSiLU{"silu"};
 inline constexpr enumtype::Name kZeros{"zeros"}, kConstant{"constant"}, kReflect{"reflect"}, kReplicate{"replicate"},

@@ -1,6 +1,6 @@
 // dl/torch/layers.hpp — libtorch's holders for the layers beyond dl/torch/nn.hpp's first set:
-// embeddings, layer/group norm, recurrent layers and cells, attention and the transformer encoder,
-// padding, 1-d and adaptive pooling, the other activations, and the loss modules (namespace
+// embeddings and bags, layer/group norm, recurrent layers and cells, attention and the transformers,
+// padding, 1-d and adaptive pooling, Bilinear, the other activations, and the loss modules (namespace
 // torch::nn; see dl/torch.hpp). As there, each `XImpl` is dl's layer plus libtorch's constructors
 // and an `options` member:
 //
@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "../nn/embedding_bag.hpp"
 #include "../nn/rnn.hpp"
 #include "../nn/transformer.hpp"
 #include "core.hpp"
@@ -60,6 +61,42 @@ class Embedding : public ModuleHolder<EmbeddingImpl> {
     return e;
   }
 };
+
+struct EmbeddingBagOptions {
+  EmbeddingBagOptions(int64_t num_embeddings, int64_t embedding_dim) : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  TORCH_ARG(int64_t, num_embeddings);
+  TORCH_ARG(int64_t, embedding_dim);
+  TORCH_ARG(std::optional<double>, max_norm) = std::nullopt;
+  TORCH_ARG(double, norm_type) = 2.0;
+  TORCH_ARG(bool, scale_grad_by_freq) = false;
+  TORCH_ARG(enumtype::Name, mode) = kMean;
+  TORCH_ARG(bool, sparse) = false;
+  TORCH_ARG(Tensor, _weight) = Tensor();
+  TORCH_ARG(bool, include_last_offset) = false;
+  TORCH_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+
+ public:
+  dl::nn::EmbeddingBagOptions dl() const {
+    return {max_norm_, norm_type_, scale_grad_by_freq_, mode_, sparse_, include_last_offset_, padding_idx_};
+  }
+};
+/// forward(input, offsets = {}, per_sample_weights = {}), as libtorch's.
+class EmbeddingBagImpl : public dl::nn::EmbeddingBag {
+ public:
+  EmbeddingBagImpl(int64_t num_embeddings, int64_t embedding_dim)
+      : EmbeddingBagImpl(EmbeddingBagOptions(num_embeddings, embedding_dim)) {}
+  explicit EmbeddingBagImpl(const EmbeddingBagOptions& o)
+      : dl::nn::EmbeddingBag(o.num_embeddings(), o.embedding_dim(), o.dl()), options(o) {
+    if (o._weight().defined()) {
+      TORCH_CHECK(o._weight().shape() == dl::Shape({o.num_embeddings(), o.embedding_dim()}),
+                  "Shape of _weight does not match num_embeddings and embedding_dim");
+      weight = o._weight();
+      weight.requires_grad_(true);
+    }
+  }
+  EmbeddingBagOptions options;  // libtorch's (dl's own stay reachable as dl::nn::EmbeddingBag::options)
+};
+TORCH_MODULE(EmbeddingBag);
 
 class LayerNormImpl : public dl::nn::LayerNorm {
  public:
@@ -212,9 +249,10 @@ class MultiheadAttentionImpl : public dl::nn::MultiheadAttention {
 };
 TORCH_MODULE(MultiheadAttention);
 
-/// activation: torch::kReLU, torch::kGELU or a function of a tensor.
-struct TransformerEncoderLayerOptions {
-  TransformerEncoderLayerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
+/// The options of both transformer layers (TransformerEncoderLayerOptions and
+/// TransformerDecoderLayerOptions); activation: torch::kReLU, torch::kGELU or a function of a tensor.
+struct TransformerLayerOptions {
+  TransformerLayerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
   TORCH_ARG(int64_t, d_model);
   TORCH_ARG(int64_t, nhead);
   TORCH_ARG(int64_t, dim_feedforward) = 2048;
@@ -238,6 +276,8 @@ struct TransformerEncoderLayerOptions {
   std::string activation_ = "relu";
   std::function<Tensor(const Tensor&)> activation_fn_;
 };
+using TransformerEncoderLayerOptions = TransformerLayerOptions;
+using TransformerDecoderLayerOptions = TransformerLayerOptions;
 class TransformerEncoderLayerImpl : public dl::nn::TransformerEncoderLayer {
  public:
   TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead)
@@ -267,6 +307,60 @@ class TransformerEncoderImpl : public dl::nn::TransformerEncoder {
   TransformerEncoderOptions options;
 };
 TORCH_MODULE(TransformerEncoder);
+
+class TransformerDecoderLayerImpl : public dl::nn::TransformerDecoderLayer {
+ public:
+  TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead)
+      : TransformerDecoderLayerImpl(TransformerDecoderLayerOptions(d_model, nhead)) {}
+  explicit TransformerDecoderLayerImpl(const TransformerDecoderLayerOptions& o)
+      : dl::nn::TransformerDecoderLayer(o.d_model(), o.nhead(), o.dl()), options(o) {}
+  TransformerDecoderLayerOptions options;
+};
+TORCH_MODULE(TransformerDecoderLayer);
+
+struct TransformerDecoderOptions {
+  TransformerDecoderOptions(TransformerDecoderLayer decoder_layer, int64_t num_layers)
+      : decoder_layer_(std::move(decoder_layer)), num_layers_(num_layers) {}
+  TransformerDecoderOptions(const TransformerDecoderLayerOptions& layer_options, int64_t num_layers)
+      : decoder_layer_(layer_options), num_layers_(num_layers) {}
+  TORCH_ARG(TransformerDecoderLayer, decoder_layer);
+  TORCH_ARG(int64_t, num_layers);
+  TORCH_ARG(std::optional<LayerNorm>, norm) = std::nullopt;
+};
+class TransformerDecoderImpl : public dl::nn::TransformerDecoder {
+ public:
+  explicit TransformerDecoderImpl(const TransformerDecoderOptions& o)
+      : dl::nn::TransformerDecoder(*o.decoder_layer(), o.num_layers(),
+                                   o.norm() ? std::optional<dl::nn::LayerNorm>(**o.norm()) : std::nullopt),
+        options(o) {}
+  TransformerDecoderOptions options;
+};
+TORCH_MODULE(TransformerDecoder);
+
+struct TransformerOptions {
+  TransformerOptions() = default;
+  TransformerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
+  TransformerOptions(int64_t d_model, int64_t nhead, int64_t num_encoder_layers, int64_t num_decoder_layers)
+      : d_model_(d_model), nhead_(nhead), num_encoder_layers_(num_encoder_layers), num_decoder_layers_(num_decoder_layers) {}
+  TORCH_ARG(int64_t, d_model) = 512;
+  TORCH_ARG(int64_t, nhead) = 8;
+  TORCH_ARG(int64_t, num_encoder_layers) = 6;
+  TORCH_ARG(int64_t, num_decoder_layers) = 6;
+  TORCH_ARG(int64_t, dim_feedforward) = 2048;
+  TORCH_ARG(double, dropout) = 0.1;
+  TORCH_ARG(enumtype::Name, activation) = kReLU;
+};
+/// An encoder-decoder transformer (libtorch's; custom_encoder / custom_decoder are not offered).
+class TransformerImpl : public dl::nn::Transformer {
+ public:
+  explicit TransformerImpl(const TransformerOptions& o = {})
+      : dl::nn::Transformer({.d_model = o.d_model(), .nhead = o.nhead(), .num_encoder_layers = o.num_encoder_layers(),
+                             .num_decoder_layers = o.num_decoder_layers(), .dim_feedforward = o.dim_feedforward(),
+                             .dropout = o.dropout(), .activation = o.activation()}),
+        options(o) {}
+  TransformerOptions options;
+};
+TORCH_MODULE(Transformer);
 
 // ------------------------------------------------------------------------------ padding, pooling
 
@@ -406,8 +500,41 @@ DL_TORCH_PLAIN(SiLU)
 DL_TORCH_PLAIN(Mish)
 DL_TORCH_PLAIN(LogSigmoid)
 DL_TORCH_PLAIN(Softsign)
+DL_TORCH_PLAIN(Tanhshrink)
 DL_TORCH_PLAIN(Identity)
 #undef DL_TORCH_PLAIN
+
+struct BilinearOptions {
+  BilinearOptions(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : in1_features_(in1_features), in2_features_(in2_features), out_features_(out_features) {}
+  TORCH_ARG(int64_t, in1_features);
+  TORCH_ARG(int64_t, in2_features);
+  TORCH_ARG(int64_t, out_features);
+  TORCH_ARG(bool, bias) = true;
+};
+class BilinearImpl : public dl::nn::Bilinear<> {
+ public:
+  BilinearImpl(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : BilinearImpl(BilinearOptions(in1_features, in2_features, out_features)) {}
+  explicit BilinearImpl(const BilinearOptions& o)
+      : dl::nn::Bilinear<>(o.in1_features(), o.in2_features(), o.out_features(), o.bias()), options(o) {}
+  BilinearOptions options;
+};
+TORCH_MODULE(Bilinear);
+
+struct ThresholdOptions {
+  ThresholdOptions(double threshold, double value) : threshold_(threshold), value_(value) {}
+  TORCH_ARG(double, threshold);
+  TORCH_ARG(double, value);
+  TORCH_ARG(bool, inplace) = false;
+};
+class ThresholdImpl : public dl::nn::Threshold {
+ public:
+  ThresholdImpl(double threshold, double value) : ThresholdImpl(ThresholdOptions(threshold, value)) {}
+  explicit ThresholdImpl(const ThresholdOptions& o) : dl::nn::Threshold(o.threshold(), o.value()), options(o) {}
+  ThresholdOptions options;
+};
+TORCH_MODULE(Threshold);
 
 struct UnflattenOptions {
   UnflattenOptions(int64_t dim, std::vector<int64_t> sizes) : dim_(dim), sizes_(std::move(sizes)) {}
