@@ -639,6 +639,22 @@ TEST_CASE("Sequential with run-time sizes checks adjacent layers when built") {
   CHECK_THROWS_WITH_AS(bil(dl::ones({1, 2})), doctest::Contains("cannot be called with one float tensor"), dl::Error);
 }
 
+TEST_CASE("check_sizes: the layers of a hand-written forward, checked as Sequential's") {
+  // Static sizes are checked when compiling (tests/static/check_sizes_mismatch.cpp must not compile);
+  // these agree, with activations, dropout and pooling passing sizes on.
+  nn::Conv2d<1, 8> conv1(3);
+  nn::Conv2d<8, 16> conv2(3);
+  nn::Linear<16, 10> fc;
+  CHECK_NOTHROW(nn::check_sizes(conv1, nn::ReLU(), nn::MaxPool2d(2), conv2, nn::Dropout(0.1), fc));
+  // Run-time sizes: checked when called, naming both layers.
+  nn::Linear a(784, 128), b(100, 10);
+  CHECK_NOTHROW(nn::check_sizes(a, nn::ReLU(), nn::Linear(128, 10)));
+  CHECK_THROWS_WITH_AS(nn::check_sizes(a, nn::ReLU(), b),
+                       "nn::check_sizes: layer 2 (Linear) takes 100 features but layer 1 (ReLU) produces 128", dl::Error);
+  CHECK_THROWS_WITH_AS(nn::check_sizes(nn::Conv2d(1, 6, 5), nn::BatchNorm2d(8)),
+                       "nn::check_sizes: layer 1 (BatchNorm2d) takes 8 channels but layer 0 (Conv2d) produces 6", dl::Error);
+}
+
 // ------------------------------------------------------------------------------ state dicts
 
 TEST_CASE("state_dict and load_state_dict: PyTorch's keys, errors naming keys and shapes") {

@@ -405,6 +405,17 @@ TEST_CASE("libtorch's data API: TensorLambda, BatchLambda, and a dataset without
   CHECK_THROWS_WITH_AS(torch::data::make_data_loader(Unsized(), 2), doctest::Contains("the dataset has no size"), dl::Error);
 }
 
+TEST_CASE("named_children and named_modules: items with key() and value()") {
+  Block block;
+  std::vector<std::string> names;
+  for (auto& child : block->named_children()) names.push_back(child.key() + ":" + child.value()->type_name());
+  CHECK(names == std::vector<std::string>{"fc:Linear", "drop:Dropout"});
+  auto modules = block->named_modules();
+  REQUIRE(modules.size() == 3);
+  CHECK(modules[1].key() == "fc");
+  CHECK(modules[0].value() == block.get());
+}
+
 TEST_CASE("parameter groups: OptimizerParamGroup in, views out") {
   torch::nn::Linear a(2, 2), b(2, 1);
   std::vector<torch::optim::OptimizerParamGroup> groups;

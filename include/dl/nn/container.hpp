@@ -241,23 +241,60 @@ struct sequential_sizes_agree {
   static constexpr bool value = true;
 };
 
+/// The same check for nn::check_sizes.
+template <size_t Index, int64_t Produced, int64_t Expected>
+struct check_sizes_agree {
+  static_assert(Produced == Expected,
+                "nn::check_sizes: a layer takes a different number of features (or channels) than the layer before it "
+                "produces; the comparison below shows (produced == expected)");
+  static constexpr bool value = true;
+};
+
 /// Walks the layers with the current (size, axis) and instantiates a check where both are known.
-template <size_t I, int64_t Size, Axis A, class... Ls>
+template <template <size_t, int64_t, int64_t> class Check, size_t I, int64_t Size, Axis A, class... Ls>
 struct SizeFlow {
   static constexpr bool value = true;
 };
-template <size_t I, int64_t Size, Axis A, class L, class... Ls>
-struct SizeFlow<I, Size, A, L, Ls...> {
+template <template <size_t, int64_t, int64_t> class Check, size_t I, int64_t Size, Axis A, class L, class... Ls>
+struct SizeFlow<Check, I, Size, A, L, Ls...> {
   static constexpr int64_t in = static_in<L>();
   static constexpr Axis axis = feature_axis<L>();
   // conditional_t names the check without instantiating it unless both sizes are known.
   static constexpr bool checked = std::conditional_t<Size == dynamic || in == dynamic || axis != A, std::true_type,
-                                                     sequential_sizes_agree<I, Size, in>>::value;
+                                                     Check<I, Size, in>>::value;
   static constexpr int64_t out = static_out<L>();
   static constexpr int64_t next_size = out != dynamic ? out : (A != Axis::none && keeps_axis<L>(A) ? Size : dynamic);
   static constexpr Axis next_axis = out != dynamic ? axis : (A != Axis::none && keeps_axis<L>(A) ? A : Axis::none);
-  static constexpr bool value = checked && SizeFlow<I + 1, next_size, next_axis, Ls...>::value;
+  static constexpr bool value = checked && SizeFlow<Check, I + 1, next_size, next_axis, Ls...>::value;
 };
+
+/// The run-time half: adjacent layers on the same axis agree in their input_size() / output_size().
+template <class... Layers>
+void check_runtime_sizes(const char* who, const Layers&... layers) {
+  int64_t size = dynamic;
+  Axis axis = Axis::none;
+  size_t index = 0;
+  std::string prev_name;
+  auto step = [&](const auto& l) {
+    using L = std::remove_cvref_t<decltype(l)>;
+    int64_t in = dynamic, out = dynamic;
+    if constexpr (requires { l.input_size(); }) in = l.input_size();
+    if constexpr (requires { l.output_size(); }) out = l.output_size();
+    constexpr Axis a = feature_axis<L>();
+    DL_CHECK(size == dynamic || in == dynamic || a != axis || size == in, who, ": layer ", index, " (", l.type_name(), ") takes ", in,
+             a == Axis::channel ? " channels" : " features", " but layer ", index - 1, " (", prev_name, ") produces ", size);
+    if (out != dynamic) {
+      size = out;
+      axis = a;
+    } else if (!(axis != Axis::none && keeps_axis<L>(axis))) {
+      size = dynamic;
+      axis = Axis::none;
+    }
+    prev_name = l.type_name();
+    ++index;
+  };
+  (step(layers), ...);
+}
 
 /// A Linear or Conv2d can take an activation into its epilogue; ReLU offers one.
 template <class L, class Next>
@@ -286,37 +323,27 @@ AnyModule::AnyModule(std::shared_ptr<M> m) : module_(std::move(m)) {
 
 template <class... Layers>
 Sequential<Layers...>::Sequential(Layers... layers) : layers_(std::move(layers)...) {
-  static_assert(detail::SizeFlow<0, dynamic, detail::Axis::none, Layers...>::value);
+  static_assert(detail::SizeFlow<detail::sequential_sizes_agree, 0, dynamic, detail::Axis::none, Layers...>::value);
   check_runtime_sizes();
 }
 
 template <class... Layers>
 void Sequential<Layers...>::check_runtime_sizes() const {
   // Run-time sizes (nn::Linear(784, 128)): adjacent layers on the same axis must agree.
-  int64_t size = dynamic;
-  detail::Axis axis = detail::Axis::none;
-  size_t index = 0;
-  std::string prev_name;
-  auto step = [&](const auto& l) {
-    using L = std::remove_cvref_t<decltype(l)>;
-    int64_t in = dynamic, out = dynamic;
-    if constexpr (requires { l.input_size(); }) in = l.input_size();
-    if constexpr (requires { l.output_size(); }) out = l.output_size();
-    constexpr detail::Axis a = detail::feature_axis<L>();
-    DL_CHECK(size == dynamic || in == dynamic || a != axis || size == in, "nn::Sequential: layer ", index, " (", l.type_name(),
-             ") takes ", in, a == detail::Axis::channel ? " channels" : " features", " but layer ", index - 1, " (", prev_name,
-             ") produces ", size);
-    if (out != dynamic) {
-      size = out;
-      axis = a;
-    } else if (!(axis != detail::Axis::none && detail::keeps_axis<L>(axis))) {
-      size = dynamic;
-      axis = detail::Axis::none;
-    }
-    prev_name = l.type_name();
-    ++index;
-  };
-  std::apply([&](const auto&... ls) { (step(ls), ...); }, layers_);
+  std::apply([](const auto&... ls) { detail::check_runtime_sizes("nn::Sequential", ls...); }, layers_);
+}
+
+/// Checks that layers a hand-written forward applies one after another agree in size, as
+/// nn::Sequential's constructor does: when compiling, wherever both sizes are template arguments
+/// (`check_sizes(conv1, conv2)` with Conv2d<1, 8> then Conv2d<16, 8> fails on a static_assert whose
+/// note shows 8 == 16); when called, for sizes given at run time (a dl::Error naming both layers).
+/// Layers that keep a size (activations, dropout; pooling keeps channels) pass it on. Call it in the
+/// module's constructor (or forward: the compile-time part costs nothing at run time).
+template <class... Layers>
+  requires(std::derived_from<Layers, Module> && ...)
+void check_sizes(const Layers&... layers) {
+  static_assert(detail::SizeFlow<detail::check_sizes_agree, 0, dynamic, detail::Axis::none, Layers...>::value);
+  detail::check_runtime_sizes("nn::check_sizes", layers...);
 }
 
 template <class... Layers>

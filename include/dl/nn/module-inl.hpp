@@ -92,8 +92,8 @@ DL_API std::vector<AnyTensor> Module::buffers(bool recurse) {
   return out;
 }
 
-DL_API std::vector<std::pair<std::string, Module*>> Module::named_children() {
-  std::vector<std::pair<std::string, Module*>> out;
+DL_API std::vector<Named<Module*>> Module::named_children() {
+  std::vector<Named<Module*>> out;
   std::unordered_set<const Module*> seen;
   detail::FnVisitor v(detail::ignore, detail::ignore, [&](const std::string& n, Module& c) {
     if (seen.insert(&c).second) out.emplace_back(n, &c);
@@ -108,8 +108,8 @@ DL_API std::vector<Module*> Module::children() {
   return out;
 }
 
-DL_API std::vector<std::pair<std::string, Module*>> Module::named_modules(const std::string& prefix) {
-  std::vector<std::pair<std::string, Module*>> out;
+DL_API std::vector<Named<Module*>> Module::named_modules(const std::string& prefix) {
+  std::vector<Named<Module*>> out;
   walk(prefix, true, [&](const std::string& p, Module& m) { out.emplace_back(p, &m); });
   return out;
 }

@@ -140,8 +140,9 @@ class Registered : public std::shared_ptr<M> {
   }
 };
 
-/// One (name, tensor) of named_parameters / named_buffers: a std::pair (.first, .second, structured
-/// bindings) that also has libtorch's OrderedDict item accessors key() and value().
+/// One (name, tensor) of named_parameters / named_buffers, or (name, module) of named_children /
+/// named_modules: a std::pair (.first, .second, structured bindings) that also has libtorch's
+/// OrderedDict item accessors key() and value().
 template <class V>
 struct Named : std::pair<std::string, V> {
   using std::pair<std::string, V>::pair;
@@ -183,10 +184,10 @@ class Module {
   std::vector<Named<AnyTensor>> named_buffers(bool recurse = true);
   /// Direct submodules.
   std::vector<Module*> children();
-  std::vector<std::pair<std::string, Module*>> named_children();
+  std::vector<Named<Module*>> named_children();
   /// This module and every submodule, depth first (each once); names joined with ".".
   std::vector<Module*> modules();
-  std::vector<std::pair<std::string, Module*>> named_modules(const std::string& prefix = "");
+  std::vector<Named<Module*>> named_modules(const std::string& prefix = "");
 
   /// Calls fn on every submodule (children first, then each's own children... then this), as PyTorch.
   Module& apply(const std::function<void(Module&)>& fn);
@@ -290,6 +291,9 @@ std::ostream& operator<<(std::ostream& os, const Module& m);
 ///   DL_MODULE(Net, conv1, bn1, fc1)
 #define DL_MODULE(Type, ...)                                                                        \
  public:                                                                                            \
+  /* A class inside a function cannot hold DL_MODULE's member templates: the compiler's first     */ \
+  /* error then names this member, which says what to do.                                         */ \
+  static constexpr bool DL_MODULE_needs_the_class_at_namespace_scope_move_it_out_of_the_function = true; \
   std::string type_name() const override { return #Type; }                                          \
   void visit_declared_(::dl::nn::detail::MemberVisitor& dl_visitor_) override {                     \
     __VA_OPT__(static const std::vector<std::string> dl_names_ = ::dl::nn::detail::split_names(#__VA_ARGS__); \
