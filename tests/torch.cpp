@@ -327,6 +327,18 @@ TEST_CASE("torch::save and torch::load: modules, tensors and lists in libtorch's
   REQUIRE(ts.size() == 2);
   CHECK(ts[1].numel() == 3);
 
+  // Tensors that share memory share one storage in the file (tied weights, views), as PyTorch's.
+  torch::Tensor base = torch::arange(6, torch::kFloat);
+  torch::save(std::vector<torch::Tensor>{base, base, base.view({2, 3}).select(1, 1)}, ts_path);
+  const dl::StateDict shared = dl::load(ts_path);
+  REQUIRE(shared.size() == 3);
+  CHECK(shared.at("1").impl()->storage == shared.at("0").impl()->storage);
+  CHECK(shared.at("2").impl()->storage == shared.at("0").impl()->storage);
+  CHECK(dl::equal(shared.at("2").as<float>(), torch::tensor({1.0, 4.0})));
+  std::vector<torch::Tensor> views;
+  torch::load(views, ts_path);
+  CHECK(dl::equal(views[2], torch::tensor({1.0, 4.0})));
+
   // Errors: what the file lacks, shapes that differ, a tensor asked of a module's file.
   torch::nn::Linear other(4, 3);
   CHECK_THROWS_WITH_AS(torch::load(other, net_path), doctest::Contains("the file has no weight, bias"), dl::Error);

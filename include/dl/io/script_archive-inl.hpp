@@ -3,8 +3,10 @@
 // (see DL_HEADER_ONLY in dl/config.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "atomic_file.hpp"
@@ -26,8 +28,12 @@ inline bool script_identifier(const std::string& s) {
 }
 
 DL_API void write_archive(const ArchiveModule& root, Sink& out) {
+  // One storage per distinct CPU storage, as PyTorch writes them: tensors that share memory (tied
+  // weights, views) refer to the same data/<key> with their own offset and strides, and load
+  // sharing it again. A tensor on another device is written as a CPU copy of its own.
   struct Stored {
-    AnyTensor tensor;  // contiguous, on the CPU
+    std::shared_ptr<Storage> storage;
+    ScalarType dtype;
     std::string key;
   };
   std::vector<Stored> storages;
@@ -39,33 +45,34 @@ DL_API void write_archive(const ArchiveModule& root, Sink& out) {
 
   auto tensor_value = [&](const std::string& name, const AnyTensor& t0) {
     DL_CHECK(t0.defined(), "torch::save: '", name, "' is an undefined tensor");
-    AnyTensor t = (t0.device().is_cpu() ? t0 : t0.to(kCPU)).detach().contiguous();
-    const std::string key = std::to_string(storages.size());
+    const AnyTensor t = t0.device().is_cpu() ? t0 : t0.to(kCPU).contiguous();
+    const TensorImpl& impl = *t.impl();
+    const size_t es = element_size(impl.dtype);
+    auto found = std::find_if(storages.begin(), storages.end(),
+                              [&](const Stored& s) { return s.storage == impl.storage && s.dtype == impl.dtype; });
+    if (found == storages.end()) {
+      storages.push_back({impl.storage, impl.dtype, std::to_string(storages.size())});
+      found = storages.end() - 1;
+    }
     o.global("torch._utils", "_rebuild_tensor_v2");
     o.op('(');
     o.op('(');  // persistent id: ('storage', torch.FloatStorage, key, 'cpu', numel)
     o.str("storage");
-    o.global("torch", pickle::storage_class_name(t.dtype()));
-    o.str(key);
+    o.global("torch", pickle::storage_class_name(impl.dtype));
+    o.str(found->key);
     o.str("cpu");
-    o.integer(t.numel());
+    o.integer(int64_t(impl.storage->nbytes() / es));
     o.op('t');
     o.op('Q');
-    o.integer(0);
-    o.int_tuple(std::vector<int64_t>(t.shape().begin(), t.shape().end()));
-    std::vector<int64_t> strides(size_t(t.dim()));
-    for (int64_t d = t.dim() - 1, s = 1; d >= 0; --d) {
-      strides[size_t(d)] = s;
-      s *= t.shape()[int(d)];
-    }
-    o.int_tuple(strides);
+    o.integer(impl.offset);
+    o.int_tuple(std::vector<int64_t>(impl.shape.begin(), impl.shape.end()));
+    o.int_tuple(std::vector<int64_t>(impl.strides.begin(), impl.strides.end()));
     o.op(0x89);  // requires_grad=False
     o.global("collections", "OrderedDict");
     o.op(')');
     o.op('R');
     o.op('t');
     o.op('R');
-    storages.push_back({std::move(t), key});
   };
 
   // One class per module: its TorchScript declaration lists the attributes and their types.
@@ -148,10 +155,8 @@ DL_API void write_archive(const ArchiveModule& root, Sink& out) {
   zip.add("archive/constants.pkl", kNoConstants, sizeof kNoConstants);
   zip.add("archive/version", "3\n", 2);
   for (const Stored& s : storages) {
-    const TensorImpl& impl = *s.tensor.impl();
-    const size_t es = element_size(impl.dtype);
-    const char* base = static_cast<const char*>(impl.storage->data()) + impl.offset * int64_t(es);
-    zip.add("archive/data/" + s.key, s.tensor.numel() ? base : nullptr, size_t(s.tensor.numel()) * es);
+    const size_t bytes = s.storage->nbytes() / element_size(s.dtype) * element_size(s.dtype);
+    zip.add("archive/data/" + s.key, bytes ? s.storage->data() : nullptr, bytes);
   }
   zip.finish();
 }

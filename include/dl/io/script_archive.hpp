@@ -36,7 +36,8 @@ struct ArchiveModule {
   std::vector<std::pair<std::string, ArchiveModule>> children;
 };
 
-/// The bytes of the archive holding `root` (CPU copies of its tensors, each its own storage).
+/// The bytes of the archive holding `root`: one storage per distinct CPU storage (tensors sharing
+/// memory stay shared), CPU copies of tensors on other devices.
 std::string to_archive(const ArchiveModule& root);
 /// Writes the archive to path (through a temporary file renamed into place).
 void save_archive(const ArchiveModule& root, const std::string& path);
