@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <dl/tensor.hpp>
@@ -19,7 +20,12 @@ double best_ms(F&& f, int reps = 5) {
   return best;
 }
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // no options: --help says what the program does
+    const std::string arg = argv[1];
+    std::printf("%s\nusage: %s   (no options)\n", "Times y = sigmoid(a*b + c) * d over 16M floats: dl's fused expression, the same math op by op, and a scalar loop.", argv[0]);
+    return arg == "--help" || arg == "-h" ? 0 : 2;
+  }
   const int64_t n = int64_t(1) << 24;
   dl::manual_seed(0);
   dl::Tensor<float> a = dl::randn({n}), b = dl::randn({n}), c = dl::randn({n}), d = dl::randn({n});

@@ -2,6 +2,7 @@
 // data, a custom ReLU with its own backward, loss = (y_pred - y).pow(2).sum(), gradients from
 // loss.backward(), weights updated under NoGradGuard and gradients zeroed by hand.
 #include <cstdio>
+#include <string>
 
 #include <dl/dl.hpp>
 
@@ -19,7 +20,12 @@ struct MyReLU : dl::autograd::Function<MyReLU> {
   }
 };
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // no options: --help says what the program does
+    const std::string arg = argv[1];
+    std::printf("%s\nusage: %s   (no options)\n", "Trains PyTorch's classic two-layer network by hand on random data (a custom ReLU, backward, manual SGD).", argv[0]);
+    return arg == "--help" || arg == "-h" ? 0 : 2;
+  }
   dl::manual_seed(0);
   const int64_t N = 64, D_in = 1000, H = 100, D_out = 10;  // batch, input, hidden, output sizes
   const Tensor<float> x = dl::randn({N, D_in}), y = dl::randn({N, D_out});
