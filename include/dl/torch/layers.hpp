@@ -278,64 +278,40 @@ struct TransformerLayerOptions {
 };
 using TransformerEncoderLayerOptions = TransformerLayerOptions;
 using TransformerDecoderLayerOptions = TransformerLayerOptions;
-class TransformerEncoderLayerImpl : public dl::nn::TransformerEncoderLayer {
- public:
-  TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead)
-      : TransformerEncoderLayerImpl(TransformerEncoderLayerOptions(d_model, nhead)) {}
-  explicit TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& o)
-      : dl::nn::TransformerEncoderLayer(o.d_model(), o.nhead(), o.dl()), options(o) {}
-  TransformerEncoderLayerOptions options;
-};
-TORCH_MODULE(TransformerEncoderLayer);
-
-struct TransformerEncoderOptions {
-  TransformerEncoderOptions(TransformerEncoderLayer encoder_layer, int64_t num_layers)
-      : encoder_layer_(std::move(encoder_layer)), num_layers_(num_layers) {}
-  TransformerEncoderOptions(const TransformerEncoderLayerOptions& layer_options, int64_t num_layers)
-      : encoder_layer_(layer_options), num_layers_(num_layers) {}
-  TORCH_ARG(TransformerEncoderLayer, encoder_layer);
-  TORCH_ARG(int64_t, num_layers);
-  TORCH_ARG(std::optional<LayerNorm>, norm) = std::nullopt;
-};
-/// num_layers copies of the encoder layer (each its own parameters), then the optional norm.
-class TransformerEncoderImpl : public dl::nn::TransformerEncoder {
- public:
-  explicit TransformerEncoderImpl(const TransformerEncoderOptions& o)
-      : dl::nn::TransformerEncoder(*o.encoder_layer(), o.num_layers(),
-                                   o.norm() ? std::optional<dl::nn::LayerNorm>(**o.norm()) : std::nullopt),
-        options(o) {}
-  TransformerEncoderOptions options;
-};
-TORCH_MODULE(TransformerEncoder);
-
-class TransformerDecoderLayerImpl : public dl::nn::TransformerDecoderLayer {
- public:
-  TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead)
-      : TransformerDecoderLayerImpl(TransformerDecoderLayerOptions(d_model, nhead)) {}
-  explicit TransformerDecoderLayerImpl(const TransformerDecoderLayerOptions& o)
-      : dl::nn::TransformerDecoderLayer(o.d_model(), o.nhead(), o.dl()), options(o) {}
-  TransformerDecoderLayerOptions options;
-};
-TORCH_MODULE(TransformerDecoderLayer);
-
-struct TransformerDecoderOptions {
-  TransformerDecoderOptions(TransformerDecoderLayer decoder_layer, int64_t num_layers)
-      : decoder_layer_(std::move(decoder_layer)), num_layers_(num_layers) {}
-  TransformerDecoderOptions(const TransformerDecoderLayerOptions& layer_options, int64_t num_layers)
-      : decoder_layer_(layer_options), num_layers_(num_layers) {}
-  TORCH_ARG(TransformerDecoderLayer, decoder_layer);
-  TORCH_ARG(int64_t, num_layers);
-  TORCH_ARG(std::optional<LayerNorm>, norm) = std::nullopt;
-};
-class TransformerDecoderImpl : public dl::nn::TransformerDecoder {
- public:
-  explicit TransformerDecoderImpl(const TransformerDecoderOptions& o)
-      : dl::nn::TransformerDecoder(*o.decoder_layer(), o.num_layers(),
-                                   o.norm() ? std::optional<dl::nn::LayerNorm>(**o.norm()) : std::nullopt),
-        options(o) {}
-  TransformerDecoderOptions options;
-};
-TORCH_MODULE(TransformerDecoder);
+// The encoder and decoder stacks: a layer holder, the stack's options (the layer, how many copies,
+// an optional final LayerNorm) and the stack (num_layers copies of the layer, each its own
+// parameters, then the norm). One macro spells both, as libtorch's twins.
+#define DL_TORCH_TRANSFORMER_STACK(Part, part)                                                                 \
+  class Transformer##Part##LayerImpl : public dl::nn::Transformer##Part##Layer {                               \
+   public:                                                                                                     \
+    Transformer##Part##LayerImpl(int64_t d_model, int64_t nhead)                                               \
+        : Transformer##Part##LayerImpl(TransformerLayerOptions(d_model, nhead)) {}                             \
+    explicit Transformer##Part##LayerImpl(const TransformerLayerOptions& o)                                    \
+        : dl::nn::Transformer##Part##Layer(o.d_model(), o.nhead(), o.dl()), options(o) {}                      \
+    TransformerLayerOptions options;                                                                           \
+  };                                                                                                           \
+  TORCH_MODULE(Transformer##Part##Layer);                                                                      \
+  struct Transformer##Part##Options {                                                                          \
+    Transformer##Part##Options(Transformer##Part##Layer layer, int64_t num_layers)                            \
+        : part##_layer_(std::move(layer)), num_layers_(num_layers) {}                                         \
+    Transformer##Part##Options(const TransformerLayerOptions& layer_options, int64_t num_layers)              \
+        : part##_layer_(layer_options), num_layers_(num_layers) {}                                            \
+    TORCH_ARG(Transformer##Part##Layer, part##_layer);                                                         \
+    TORCH_ARG(int64_t, num_layers);                                                                            \
+    TORCH_ARG(std::optional<LayerNorm>, norm) = std::nullopt;                                                  \
+  };                                                                                                           \
+  class Transformer##Part##Impl : public dl::nn::Transformer##Part {                                           \
+   public:                                                                                                     \
+    explicit Transformer##Part##Impl(const Transformer##Part##Options& o)                                      \
+        : dl::nn::Transformer##Part(*o.part##_layer(), o.num_layers(),                                         \
+                                    o.norm() ? std::optional<dl::nn::LayerNorm>(**o.norm()) : std::nullopt),   \
+          options(o) {}                                                                                        \
+    Transformer##Part##Options options;                                                                        \
+  };                                                                                                           \
+  TORCH_MODULE(Transformer##Part);
+DL_TORCH_TRANSFORMER_STACK(Encoder, encoder)
+DL_TORCH_TRANSFORMER_STACK(Decoder, decoder)
+#undef DL_TORCH_TRANSFORMER_STACK
 
 struct TransformerOptions {
   TransformerOptions() = default;
