@@ -54,16 +54,17 @@ struct PReLUOptions {
   TORCH_ARG(double, init) = 0.25;
 };
 
+/// The adaptive poolings' options (libtorch's AdaptiveAvgPoolOptions and AdaptiveMaxPoolOptions
+/// hold the same field).
 template <size_t D>
-struct AdaptiveAvgPoolOptions {
-  AdaptiveAvgPoolOptions(ExpandingArray<D> output_size) : output_size_(output_size) {}  // NOLINT
+struct AdaptivePoolOptions {
+  AdaptivePoolOptions(ExpandingArray<D> output_size) : output_size_(output_size) {}  // NOLINT
   TORCH_ARG(ExpandingArray<D>, output_size);
 };
 template <size_t D>
-struct AdaptiveMaxPoolOptions {
-  AdaptiveMaxPoolOptions(ExpandingArray<D> output_size) : output_size_(output_size) {}  // NOLINT
-  TORCH_ARG(ExpandingArray<D>, output_size);
-};
+using AdaptiveAvgPoolOptions = AdaptivePoolOptions<D>;
+template <size_t D>
+using AdaptiveMaxPoolOptions = AdaptivePoolOptions<D>;
 using AdaptiveAvgPool1dOptions = AdaptiveAvgPoolOptions<1>;
 using AdaptiveAvgPool2dOptions = AdaptiveAvgPoolOptions<2>;
 using AdaptiveMaxPool1dOptions = AdaptiveMaxPoolOptions<1>;

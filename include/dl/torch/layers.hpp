@@ -527,70 +527,26 @@ TORCH_MODULE(Unflatten);
 
 // ------------------------------------------------------------------------------ losses
 
-class MSELossImpl : public dl::nn::MSELoss {
- public:
-  explicit MSELossImpl(const MSELossOptions& o = {}) : dl::nn::MSELoss({.reduction = ::torch::detail::reduction(o.reduction())}), options(o) {}
-  MSELossOptions options;
-};
-TORCH_MODULE(MSELoss);
-class L1LossImpl : public dl::nn::L1Loss {
- public:
-  explicit L1LossImpl(const L1LossOptions& o = {}) : dl::nn::L1Loss({.reduction = ::torch::detail::reduction(o.reduction())}), options(o) {}
-  L1LossOptions options;
-};
-TORCH_MODULE(L1Loss);
-class CrossEntropyLossImpl : public dl::nn::CrossEntropyLoss {
- public:
-  explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& o = {})
-      : dl::nn::CrossEntropyLoss({.weight = o.weight(), .reduction = ::torch::detail::reduction(o.reduction()), .ignore_index = o.ignore_index(),
-                                  .label_smoothing = o.label_smoothing()}),
-        options(o) {}
-  CrossEntropyLossOptions options;
-};
-TORCH_MODULE(CrossEntropyLoss);
-class NLLLossImpl : public dl::nn::NLLLoss {
- public:
-  explicit NLLLossImpl(const NLLLossOptions& o = {})
-      : dl::nn::NLLLoss({.weight = o.weight(), .reduction = ::torch::detail::reduction(o.reduction()), .ignore_index = o.ignore_index()}),
-        options(o) {}
-  NLLLossOptions options;
-};
-TORCH_MODULE(NLLLoss);
-class BCELossImpl : public dl::nn::BCELoss {
- public:
-  explicit BCELossImpl(const BCELossOptions& o = {})
-      : dl::nn::BCELoss({.weight = o.weight(), .reduction = ::torch::detail::reduction(o.reduction())}), options(o) {}
-  BCELossOptions options;
-};
-TORCH_MODULE(BCELoss);
-class BCEWithLogitsLossImpl : public dl::nn::BCEWithLogitsLoss {
- public:
-  explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o = {})
-      : dl::nn::BCEWithLogitsLoss({.weight = o.weight(), .reduction = ::torch::detail::reduction(o.reduction()), .pos_weight = o.pos_weight()}),
-        options(o) {}
-  BCEWithLogitsLossOptions options;
-};
-TORCH_MODULE(BCEWithLogitsLoss);
-class SmoothL1LossImpl : public dl::nn::SmoothL1Loss {
- public:
-  explicit SmoothL1LossImpl(const SmoothL1LossOptions& o = {})
-      : dl::nn::SmoothL1Loss({.reduction = ::torch::detail::reduction(o.reduction()), .beta = o.beta().value_or(1.0)}), options(o) {}
-  SmoothL1LossOptions options;
-};
-TORCH_MODULE(SmoothL1Loss);
-class HuberLossImpl : public dl::nn::HuberLoss {
- public:
-  explicit HuberLossImpl(const HuberLossOptions& o = {})
-      : dl::nn::HuberLoss({.reduction = ::torch::detail::reduction(o.reduction()), .delta = o.delta()}), options(o) {}
-  HuberLossOptions options;
-};
-TORCH_MODULE(HuberLoss);
-class KLDivLossImpl : public dl::nn::KLDivLoss {
- public:
-  explicit KLDivLossImpl(const KLDivLossOptions& o = {})
-      : dl::nn::KLDivLoss({.reduction = ::torch::detail::reduction(o.reduction(), true), .log_target = o.log_target()}), options(o) {}
-  KLDivLossOptions options;
-};
-TORCH_MODULE(KLDivLoss);
+// Each loss holder: dl's loss module built from libtorch's options (the macro's tail is dl's
+// options, made from `o`), with the options kept as libtorch's `options` member.
+#define DL_TORCH_LOSS(Name, ...)                                                                       \
+  class Name##Impl : public dl::nn::Name {                                                             \
+   public:                                                                                             \
+    explicit Name##Impl(const Name##Options& o = {}) : dl::nn::Name(__VA_ARGS__), options(o) {}        \
+    Name##Options options;                                                                             \
+  };                                                                                                   \
+  TORCH_MODULE(Name);
+DL_TORCH_LOSS(MSELoss, {.reduction = ::torch::detail::reduction(o.reduction())})
+DL_TORCH_LOSS(L1Loss, {.reduction = ::torch::detail::reduction(o.reduction())})
+DL_TORCH_LOSS(CrossEntropyLoss, {.weight = o.weight(), .reduction = ::torch::detail::reduction(o.reduction()),
+                                 .ignore_index = o.ignore_index(), .label_smoothing = o.label_smoothing()})
+DL_TORCH_LOSS(NLLLoss, {.weight = o.weight(), .reduction = ::torch::detail::reduction(o.reduction()), .ignore_index = o.ignore_index()})
+DL_TORCH_LOSS(BCELoss, {.weight = o.weight(), .reduction = ::torch::detail::reduction(o.reduction())})
+DL_TORCH_LOSS(BCEWithLogitsLoss,
+              {.weight = o.weight(), .reduction = ::torch::detail::reduction(o.reduction()), .pos_weight = o.pos_weight()})
+DL_TORCH_LOSS(SmoothL1Loss, {.reduction = ::torch::detail::reduction(o.reduction()), .beta = o.beta().value_or(1.0)})
+DL_TORCH_LOSS(HuberLoss, {.reduction = ::torch::detail::reduction(o.reduction()), .delta = o.delta()})
+DL_TORCH_LOSS(KLDivLoss, {.reduction = ::torch::detail::reduction(o.reduction(), true), .log_target = o.log_target()})
+#undef DL_TORCH_LOSS
 
 }  // namespace torch::nn
