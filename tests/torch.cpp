@@ -601,6 +601,8 @@ TEST_CASE("torch::nn::functional and the added holders") {
 
   torch::nn::EmbeddingBag bag(torch::nn::EmbeddingBagOptions(4, 2).mode(torch::kSum)._weight(torch::arange(8, torch::kFloat).view({4, 2})));
   CHECK(dl::equal(bag->forward(torch::tensor({0, 1, 3}), torch::tensor({0, 2})), torch::tensor({2.0, 4.0, 6.0, 7.0}).view({2, 2})));
+  CHECK_THROWS_WITH_AS(torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(4, 2)._weight(torch::ones({4, 3}))),
+                       doctest::Contains("Shape of _weight does not match num_embeddings and embedding_dim"), dl::Error);
   CHECK(torch::nn::Bilinear(torch::nn::BilinearOptions(3, 4, 5).bias(false))->forward(torch::ones({2, 3}), torch::ones({2, 4})).sizes() ==
         dl::Shape{2, 5});
   CHECK(dl::equal(torch::nn::Threshold(0.5, -1.0)->forward(torch::tensor({0.25, 1.0})), torch::tensor({-1.0, 1.0})));

@@ -27,18 +27,26 @@ namespace torch::nn {
 
 // ------------------------------------------------------------------------------ embeddings, norms
 
+namespace detail {
+/// Embedding's and EmbeddingBag's `_weight(t)`: the layer holds t itself ([num_embeddings,
+/// embedding_dim]), as libtorch's.
+template <class Options>
+void adopt_weight(Tensor& weight, const Options& o) {
+  if (!o._weight().defined()) return;
+  TORCH_CHECK(o._weight().shape() == dl::Shape({o.num_embeddings(), o.embedding_dim()}),
+              "Shape of _weight does not match num_embeddings and embedding_dim");
+  weight = o._weight();
+  weight.requires_grad_(true);
+}
+}  // namespace detail
+
 class EmbeddingImpl : public dl::nn::Embedding<> {
  public:
   EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim) : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim)) {}
   /// With `_weight(t)` the layer holds t itself ([num_embeddings, embedding_dim]), as libtorch's.
   explicit EmbeddingImpl(const EmbeddingOptions& o)
       : dl::nn::Embedding<>(o.num_embeddings(), o.embedding_dim(), o.dl()), options(o) {
-    if (o._weight().defined()) {
-      TORCH_CHECK(o._weight().shape() == dl::Shape({o.num_embeddings(), o.embedding_dim()}),
-                  "Shape of _weight does not match num_embeddings and embedding_dim");
-      weight = o._weight();
-      weight.requires_grad_(true);
-    }
+    detail::adopt_weight(weight, o);
   }
   EmbeddingOptions options;
 };
@@ -87,12 +95,7 @@ class EmbeddingBagImpl : public dl::nn::EmbeddingBag {
       : EmbeddingBagImpl(EmbeddingBagOptions(num_embeddings, embedding_dim)) {}
   explicit EmbeddingBagImpl(const EmbeddingBagOptions& o)
       : dl::nn::EmbeddingBag(o.num_embeddings(), o.embedding_dim(), o.dl()), options(o) {
-    if (o._weight().defined()) {
-      TORCH_CHECK(o._weight().shape() == dl::Shape({o.num_embeddings(), o.embedding_dim()}),
-                  "Shape of _weight does not match num_embeddings and embedding_dim");
-      weight = o._weight();
-      weight.requires_grad_(true);
-    }
+    detail::adopt_weight(weight, o);
   }
   EmbeddingBagOptions options;  // libtorch's (dl's own stay reachable as dl::nn::EmbeddingBag::options)
 };
