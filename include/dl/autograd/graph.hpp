@@ -220,15 +220,17 @@ struct BackwardBody {
       if (outs[k]) return expr::align_peel(static_cast<const E*>(outs[k]) + row_off + j);
     return 0;
   }
+  /// Elements [j0, j1) of the current row; `lanes` false keeps to the scalar loop (Strided rows).
   template <expr::Access A>
-  DL_HD DL_INLINE void run(int64_t j0, int64_t j1) {
+  DL_HD DL_INLINE void run(int64_t j0, int64_t j1, bool lanes = true) {
     int64_t j = j0;
     using E = typename View::simd_type;
     if constexpr (A != expr::Access::Strided && !std::is_void_v<E> && std::is_same_v<E, typename GView::simd_type>) {
       constexpr int64_t W = expr::batch<E>::size;
-      if (stream)  // every output is a fresh allocation laid out alike: one peel aligns them all
+      if (lanes && stream)  // every output is a fresh allocation laid out alike: one peel aligns them all
         for (const int64_t peel = std::min(j1, j + first_align_peel(j)); j < peel; ++j) step<false, A>(j);
-      for (; j + W <= j1; j += W) step<true, A>(j);
+      if (lanes)
+        for (; j + W <= j1; j += W) step<true, A>(j);
     }
     for (; j < j1; ++j) step<false, A>(j);
   }

@@ -83,12 +83,14 @@ inline LoopPlan plan_loop(const Shape& shape, std::span<int64_t* const> inputs,
   return p;
 }
 
-/// Runs body.seek(idx, nouter) / body.run<K>(j0, j1) over every row segment of the plan, splitting
-/// the flattened element range across threads. Body is copied per chunk.
+/// Runs body.seek(idx, nouter) / body.run<K>(j0, j1, lanes) over every row segment of the plan,
+/// splitting the flattened element range across threads. Body is copied per chunk. `lanes` is
+/// false for a Strided plan run by the Mixed loop: the body then takes its scalar path only.
 template <Access K, class Body>
 void run_rows(const LoopPlan& p, const Body& body, int64_t grain) {
   const int64_t row = p.size[p.nd - 1];
   const int nouter = p.nd - 1;
+  const bool lanes = p.access != Access::Strided;
   detail::parallel_for(0, p.numel, grain, [&](int64_t b, int64_t e) {
     Body local = body;
     int64_t idx[kMaxDims] = {};
@@ -100,7 +102,7 @@ void run_rows(const LoopPlan& p, const Body& body, int64_t grain) {
     while (b < e) {
       const int64_t n = std::min(row - j, e - b);
       local.seek(idx, nouter);
-      local.template run<K>(j, j + n);
+      local.template run<K>(j, j + n, lanes);
       b += n;
       j = 0;
       for (int d = nouter - 1; d >= 0; --d) {
@@ -112,9 +114,11 @@ void run_rows(const LoopPlan& p, const Body& body, int64_t grain) {
   });
 }
 
-/// Runs the body over the plan. With Contig = false the all-contiguous case runs the broadcast
-/// loop (one predictable branch per operand load), which halves the code a body instantiates;
-/// reductions and backward passes use that, the forward elementwise hot path does not.
+/// Runs the body over the plan. A Strided plan runs the Mixed loop on its scalar path (the scalar
+/// reads of the Mixed loop take any stride), so that a body has no third instantiation. With
+/// Contig = false the all-contiguous case runs the broadcast loop too (one predictable branch per
+/// operand load), which halves the code a body instantiates again; backward passes use that, the
+/// forward elementwise hot path does not.
 template <bool Contig = true, class Body>
 void run_loop(const LoopPlan& p, const Body& body, int64_t grain = kElementwiseGrain) {
   if (p.numel == 0) return;
@@ -124,7 +128,7 @@ void run_loop(const LoopPlan& p, const Body& body, int64_t grain = kElementwiseG
       else run_rows<Access::Mixed>(p, body, grain);
       break;
     case Access::Mixed: run_rows<Access::Mixed>(p, body, grain); break;
-    case Access::Strided: run_rows<Access::Strided>(p, body, grain); break;
+    case Access::Strided: run_rows<Access::Mixed>(p, body, grain); break;
   }
 }
 
@@ -214,24 +218,32 @@ struct AssignBody {
     src.seek(idx, nouter);
     out.seek(idx, nouter);
   }
+  /// Elements [j0, j1) of the current row; `lanes` false keeps to the scalar loop (Strided rows).
   template <Access K>
-  DL_HD DL_INLINE void run(int64_t j0, int64_t j1) {
+  DL_HD DL_INLINE void run(int64_t j0, int64_t j1, bool lanes = true) {
     using E = typename View::simd_type;
     int64_t j = j0;
     if constexpr (K != Access::Strided && !std::is_void_v<E>) {
       constexpr int64_t W = batch<E>::size;
       if constexpr (std::is_same_v<O, E>) {
-        if (stream) {
+        // One SIMD loop for both kinds of store (a second copy of the expression would double
+        // its code): streaming stores start at an aligned element.
+        if (lanes && stream)
           for (const int64_t peel = std::min(j1, j + align_peel(out.row + j)); j < peel; ++j)
             out.row[j] = static_cast<O>(src.template at<K, false>(j));
-          for (; j + W <= j1; j += W) stream_store(out.row + j, src.template at<K, true>(j));
-        }
+        if (lanes)
+          for (; j + W <= j1; j += W) {
+            if (stream) stream_store(out.row + j, src.template at<K, true>(j));
+            else store_lanes(out.row + j, src.template at<K, true>(j));
+          }
       }
-      if constexpr (std::is_same_v<O, E> || std::is_same_v<O, bool>)
-        for (; j + W <= j1; j += W) store_lanes(out.row + j, src.template at<K, true>(j));
+      if constexpr (std::is_same_v<O, bool>)
+        if (lanes)
+          for (; j + W <= j1; j += W) store_lanes(out.row + j, src.template at<K, true>(j));
 #if !defined(__CUDACC__)
       if constexpr (half_float<O> && std::is_same_v<E, float>)
-        for (; j + W <= j1; j += W) narrow_lanes(out.row + j, src.template at<K, true>(j));
+        if (lanes)
+          for (; j + W <= j1; j += W) narrow_lanes(out.row + j, src.template at<K, true>(j));
 #endif
     }
     for (; j < j1; ++j) out.row[j * out.inner] = static_cast<O>(src.template at<K, false>(j));

@@ -79,13 +79,14 @@ struct AnyReducer {
 template <class View, class A>
 inline constexpr bool simd_reducible = std::is_same_v<typename View::simd_type, A> && std::is_same_v<typename View::value_type, A>;
 
-/// Combines row elements [j0, j1) of a seeked view into acc.
+/// Combines row elements [j0, j1) of a seeked view into acc (in SIMD batches when `lanes`: the
+/// row's operands have inner stride 0 or 1).
 template <class R, class A, Access K, class View>
-DL_INLINE A reduce_row(const View& v, int64_t j0, int64_t j1, A acc) {
+DL_INLINE A reduce_row(const View& v, int64_t j0, int64_t j1, A acc, bool lanes = true) {
   int64_t j = j0;
   if constexpr (K != Access::Strided && simd_reducible<View, A>) {
     constexpr int64_t W = batch<A>::size;
-    if (j1 - j0 >= 4 * W) {
+    if (lanes && j1 - j0 >= 4 * W) {
       // Four independent accumulators hide the add latency.
       batch<A> a0(R::identity()), a1(R::identity()), a2(R::identity()), a3(R::identity());
       for (; j + 4 * W <= j1; j += 4 * W) {
@@ -109,14 +110,15 @@ DL_INLINE A reduce_row(const View& v, int64_t j0, int64_t j1, A acc) {
 /// seeked view; returns the first column left for the scalar loop. (A function of its own: nvcc
 /// does not discard an `if constexpr` branch inside the generic lambda that calls it.)
 template <class R, class A, Access K, class View>
-DL_INLINE int64_t combine_columns_simd(const View& v, A* part, int64_t c0, int64_t c1) {
+DL_INLINE int64_t combine_columns_simd(const View& v, A* part, int64_t c0, int64_t c1, bool lanes = true) {
   int64_t j = c0;
   if constexpr (K != Access::Strided && simd_reducible<View, A>) {
     constexpr int64_t W = batch<A>::size;
-    for (; j + W <= c1; j += W) {
-      auto cur = batch<A>::load_aligned(part + (j - c0));
-      R::combine(cur, v.template at<K, true>(j)).store_aligned(part + (j - c0));
-    }
+    if (lanes)
+      for (; j + W <= c1; j += W) {
+        auto cur = batch<A>::load_aligned(part + (j - c0));
+        R::combine(cur, v.template at<K, true>(j)).store_aligned(part + (j - c0));
+      }
   }
   return j;
 }
@@ -134,7 +136,7 @@ struct Space {
 
 /// Combines the elements of flattened range [lo, hi) of the space into acc.
 template <class R, class A, Access K, class View>
-A reduce_range(View& v, const Space& s, int64_t lo, int64_t hi, A acc) {
+A reduce_range(View& v, const Space& s, int64_t lo, int64_t hi, A acc, bool lanes = true) {
   const int64_t row = s.size[s.nd - 1];
   const int nouter = s.nd - 1;
   int64_t idx[kMaxDims] = {};
@@ -146,7 +148,7 @@ A reduce_range(View& v, const Space& s, int64_t lo, int64_t hi, A acc) {
   while (lo < hi) {
     const int64_t n = std::min(row - j, hi - lo);
     v.seek(idx, nouter);
-    acc = reduce_row<R, A, K>(v, j, j + n, acc);
+    acc = reduce_row<R, A, K>(v, j, j + n, acc, lanes);
     lo += n;
     j = 0;
     for (int d = nouter - 1; d >= 0; --d) {
@@ -157,15 +159,6 @@ A reduce_range(View& v, const Space& s, int64_t lo, int64_t hi, A acc) {
   return acc;
 }
 
-/// Calls f with the access kind as a constant. Reductions fold Contig into Mixed (see run_loop).
-template <class F>
-void dispatch_access(Access k, F&& f) {
-  switch (k) {
-    case Access::Contig:
-    case Access::Mixed: f(std::integral_constant<Access, Access::Mixed>{}); break;
-    case Access::Strided: f(std::integral_constant<Access, Access::Strided>{}); break;
-  }
-}
 
 /// Reduces the view over the dims whose bit is set in `reduce` and writes one value per kept
 /// position into `out` (contiguous, laid out as the keepdim shape). `shape` is the view's shape.
@@ -256,7 +249,10 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
     s.size[0] = 1;
     for (int64_t* st : operands) st[0] = 0;
   }
-  const Access access = pick_access(s.nd, inputs, {});
+  // One loop for every access kind (see run_loop): Contig runs as Mixed, Strided as Mixed's scalar
+  // path (`lanes` false); a second instantiation would double the code of every reduction.
+  const bool lanes = pick_access(s.nd, inputs, {}) != Access::Strided;
+  constexpr Access K = Access::Mixed;
 
   if (!outer_mode) {
     // out[m] = reduction of flattened range [m * red, (m + 1) * red).
@@ -264,25 +260,21 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
     // Outputs follow the kept dims in order, so position m is out + m.
     if (red <= kReduceBlock) {
       const int64_t grain = std::max<int64_t>(1, kReduceBlock / red);
-      dispatch_access(access, [&](auto K) {
-        detail::parallel_for(0, M, grain, [&](int64_t b, int64_t e) {
-          View local = view;
-          for (int64_t m = b; m < e; ++m)
-            out[m] = reduce_range<R, A, K.value>(local, s, m * red, (m + 1) * red, R::identity());
-        });
+      detail::parallel_for(0, M, grain, [&](int64_t b, int64_t e) {
+        View local = view;
+        for (int64_t m = b; m < e; ++m)
+          out[m] = reduce_range<R, A, K>(local, s, m * red, (m + 1) * red, R::identity(), lanes);
       });
     } else {
       const int64_t nb = (red + kReduceBlock - 1) / kReduceBlock;
       std::unique_ptr<A[]> partial(new A[size_t(M * nb)]);
-      dispatch_access(access, [&](auto K) {
-        detail::parallel_for(0, M * nb, 1, [&](int64_t b, int64_t e) {
-          View local = view;
-          for (int64_t w = b; w < e; ++w) {
-            const int64_t m = w / nb, blk = w % nb;
-            const int64_t lo = m * red + blk * kReduceBlock, hi = std::min(lo + kReduceBlock, (m + 1) * red);
-            partial[w] = reduce_range<R, A, K.value>(local, s, lo, hi, R::identity());
-          }
-        });
+      detail::parallel_for(0, M * nb, 1, [&](int64_t b, int64_t e) {
+        View local = view;
+        for (int64_t w = b; w < e; ++w) {
+          const int64_t m = w / nb, blk = w % nb;
+          const int64_t lo = m * red + blk * kReduceBlock, hi = std::min(lo + kReduceBlock, (m + 1) * red);
+          partial[w] = reduce_range<R, A, K>(local, s, lo, hi, R::identity(), lanes);
+        }
       });
       for (int64_t m = 0; m < M; ++m) {
         A acc = R::identity();
@@ -309,45 +301,42 @@ void reduce_into(View view, const Shape& shape, uint32_t reduce, A* out) {
   std::unique_ptr<A[]> partial(nrb > 1 ? new A[size_t(Ko * C * nrb)] : nullptr);
   const int nouter = s.nd - 1;
 
-  dispatch_access(access, [&](auto Kc) {
-    constexpr Access K = Kc.value;
-    detail::parallel_for(0, Ko * ncb * nrb, 1, [&](int64_t b, int64_t e) {
-      View local = view;
-      // Two-level (cascade) accumulation: rows go into `part` and every kCascade rows `part` is
-      // folded into `acc`, so float sums over many rows keep their accuracy.
-      constexpr int64_t kCascade = 32;
-      alignas(64) A acc[CB];
-      alignas(64) A part[CB];
-      for (int64_t w = b; w < e; ++w) {
-        const int64_t rb = w % nrb, cb = (w / nrb) % ncb, o = w / (nrb * ncb);
-        const int64_t c0 = cb * CB, c1 = std::min(C, c0 + CB), width = c1 - c0;
-        for (int64_t c = 0; c < width; ++c) acc[c] = part[c] = R::identity();
-        int64_t idx[kMaxDims] = {};
-        int64_t q = o;
-        for (int d = k1 - 1; d >= 0; --d) {
-          idx[d] = q % s.size[d];
-          q /= s.size[d];
-        }
-        const int64_t r0 = rb * rows_per_block, r1 = std::min(Rn, r0 + rows_per_block);
-        for (int64_t r = r0; r < r1; ++r) {
-          int64_t rq = r;
-          for (int d = k1 + k2 - 1; d >= k1; --d) {
-            idx[d] = rq % s.size[d];
-            rq /= s.size[d];
-          }
-          local.seek(idx, nouter);
-          int64_t j = combine_columns_simd<R, A, K>(local, part, c0, c1);
-          for (; j < c1; ++j) part[j - c0] = R::combine(part[j - c0], static_cast<A>(local.template at<K, false>(j)));
-          if ((r - r0) % kCascade == kCascade - 1 || r + 1 == r1)
-            for (int64_t c = 0; c < width; ++c) {
-              acc[c] = R::combine(acc[c], part[c]);
-              part[c] = R::identity();
-            }
-        }
-        A* dst = nrb > 1 ? partial.get() + (rb * Ko + o) * C + c0 : out + o * C + c0;
-        std::copy(acc, acc + width, dst);
+  detail::parallel_for(0, Ko * ncb * nrb, 1, [&](int64_t b, int64_t e) {
+    View local = view;
+    // Two-level (cascade) accumulation: rows go into `part` and every kCascade rows `part` is
+    // folded into `acc`, so float sums over many rows keep their accuracy.
+    constexpr int64_t kCascade = 32;
+    alignas(64) A acc[CB];
+    alignas(64) A part[CB];
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t rb = w % nrb, cb = (w / nrb) % ncb, o = w / (nrb * ncb);
+      const int64_t c0 = cb * CB, c1 = std::min(C, c0 + CB), width = c1 - c0;
+      for (int64_t c = 0; c < width; ++c) acc[c] = part[c] = R::identity();
+      int64_t idx[kMaxDims] = {};
+      int64_t q = o;
+      for (int d = k1 - 1; d >= 0; --d) {
+        idx[d] = q % s.size[d];
+        q /= s.size[d];
       }
-    });
+      const int64_t r0 = rb * rows_per_block, r1 = std::min(Rn, r0 + rows_per_block);
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t rq = r;
+        for (int d = k1 + k2 - 1; d >= k1; --d) {
+          idx[d] = rq % s.size[d];
+          rq /= s.size[d];
+        }
+        local.seek(idx, nouter);
+        int64_t j = combine_columns_simd<R, A, K>(local, part, c0, c1, lanes);
+        for (; j < c1; ++j) part[j - c0] = R::combine(part[j - c0], static_cast<A>(local.template at<K, false>(j)));
+        if ((r - r0) % kCascade == kCascade - 1 || r + 1 == r1)
+          for (int64_t c = 0; c < width; ++c) {
+            acc[c] = R::combine(acc[c], part[c]);
+            part[c] = R::identity();
+          }
+      }
+      A* dst = nrb > 1 ? partial.get() + (rb * Ko + o) * C + c0 : out + o * C + c0;
+      std::copy(acc, acc + width, dst);
+    }
   });
   if (nrb > 1) {
     for (int64_t i = 0; i < Ko * C; ++i) {
