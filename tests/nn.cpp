@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include <dl/autograd/gradcheck.hpp>
 #include <dl/dl.hpp>
 #include <dl/nn.hpp>
 #include <dl/nn/utils/clip_grad.hpp>
@@ -849,4 +850,67 @@ TEST_CASE("nn::utils::clip_grad_norm_ and clip_grad_value_ against PyTorch (test
   CHECK(std::isnan(a.grad().data()[1]));
   CHECK_THROWS_WITH_AS(nn::utils::clip_grad_norm_(a, 1.0, -1.0), doctest::Contains("norm_type must be positive"), dl::Error);
   CHECK_THROWS_WITH_AS(nn::utils::clip_grad_value_(a, -1.0), doctest::Contains("clip_value must be non-negative"), dl::Error);
+}
+
+TEST_CASE("F::pixel_shuffle / pixel_unshuffle: PyTorch's layout, round trip, gradients, errors; the modules") {
+  // PyTorch's definition: out[n, c, h * r + i, w * r + j] = in[n, c * r^2 + i * r + j, h, w].
+  const int64_t r = 3, C = 2, H = 2, W = 4;
+  const Tensor<float> x = dl::arange<float>(0, 2 * C * r * r * H * W).reshape({2, C * r * r, H, W});
+  const Tensor<float> y = F::pixel_shuffle(x, r);
+  REQUIRE(y.shape() == Shape{2, C, H * r, W * r});
+  bool same = true;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < r; ++j)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t w = 0; w < W; ++w)
+              same = same && y.at(n, c, h * r + i, w * r + j) == x.at(n, c * r * r + i * r + j, h, w);
+  CHECK(same);
+  CHECK(dl::equal(F::pixel_unshuffle(y, r), x));
+  // Leading batch dims of any number, and an expression as input.
+  const Tensor<float> x5 = dl::randn({2, 3, 4, 2, 2});
+  CHECK(F::pixel_shuffle(x5 * 2.0f, 2).shape() == Shape{2, 3, 1, 4, 4});
+  CHECK(dl::allclose(F::pixel_unshuffle(F::pixel_shuffle(x5, 2), 2), x5));
+  CHECK(F::pixel_shuffle(dl::randn({4, 1, 1}), 2).shape() == Shape{1, 2, 2});
+
+  using dl::autograd::gradcheck, dl::autograd::gradgradcheck;
+  const Tensor<double> xd = dl::randn<double>({2, 8, 2, 3}).requires_grad_(true);
+  CHECK(gradcheck([](auto& in) { return F::pixel_shuffle(in[0] * in[0], 2); }, {xd}));
+  CHECK(gradgradcheck([](auto& in) { return F::pixel_shuffle(in[0] * in[0], 2); }, {xd}));
+  const Tensor<double> zd = dl::randn<double>({1, 2, 4, 6}).requires_grad_(true);
+  CHECK(gradcheck([](auto& in) { return F::pixel_unshuffle(in[0], 2); }, {zd}));
+
+  CHECK_THROWS_WITH_AS(F::pixel_shuffle(dl::ones<float>({4, 4}), 2),
+                       "pixel_shuffle expects input to have at least 3 dimensions, but got input with 2 dimension(s)", dl::Error);
+  CHECK_THROWS_WITH_AS(F::pixel_shuffle(dl::ones<float>({1, 5, 2, 2}), 2),
+                       "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, "
+                       "but input.size(-3)=5 is not divisible by 4", dl::Error);
+  CHECK_THROWS_WITH_AS(F::pixel_shuffle(dl::ones<float>({1, 4, 2, 2}), 0),
+                       "pixel_shuffle expects a positive upscale_factor, but got 0", dl::Error);
+  CHECK_THROWS_WITH_AS(F::pixel_unshuffle(dl::ones<float>({1, 1, 5, 4}), 2),
+                       "pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)=5 is not divisible by 2",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(F::pixel_unshuffle(dl::ones<float>({1, 1, 4, 5}), 2),
+                       "pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)=5 is not divisible by 2",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(nn::PixelShuffle(0), "PixelShuffle: upscale_factor must be positive, got 0", dl::Error);
+
+  // The modules: forward, repr as PyTorch's, in a Sequential after a convolution (sub-pixel upsampling).
+  nn::PixelShuffle shuffle(2);
+  nn::PixelUnshuffle unshuffle(2);
+  auto repr = [](const nn::Module& m) {
+    std::ostringstream os;
+    os << m;
+    return os.str();
+  };
+  CHECK(repr(shuffle) == "PixelShuffle(upscale_factor=2)");
+  CHECK(repr(unshuffle) == "PixelUnshuffle(downscale_factor=2)");
+  auto net = nn::Sequential(nn::Conv2d(3, 12, 3, {.padding = 1}), nn::PixelShuffle(2));
+  const Tensor<float> img = dl::randn({1, 3, 5, 5});
+  const Tensor<float> up = net(img);
+  CHECK(up.shape() == Shape{1, 3, 10, 10});
+  up.sum().backward();
+  CHECK(net.parameters()[0].grad().defined());
+  CHECK(dl::equal(unshuffle(shuffle(img.repeat({1, 4, 1, 1}))), img.repeat({1, 4, 1, 1})));
 }

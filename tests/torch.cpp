@@ -612,3 +612,16 @@ TEST_CASE("torch::nn::functional and the added holders") {
   torch::nn::Transformer transformer(torch::nn::TransformerOptions(8, 2, 1, 1).dim_feedforward(16).dropout(0.0).activation(torch::kGELU));
   CHECK(transformer->forward(torch::zeros({5, 2, 8}), torch::zeros({3, 2, 8})).sizes() == dl::Shape{3, 2, 8});
 }
+
+TEST_CASE("PixelShuffle and PixelUnshuffle: holders and functional options") {
+  namespace F = torch::nn::functional;
+  auto x = torch::randn({2, 8, 3, 2});
+  torch::nn::PixelShuffle shuffle(torch::nn::PixelShuffleOptions(2));
+  torch::nn::PixelUnshuffle unshuffle(torch::nn::PixelUnshuffleOptions(2));
+  CHECK(shuffle->options.upscale_factor() == 2);
+  CHECK(shuffle->forward(x).sizes() == dl::Shape{2, 2, 6, 4});
+  CHECK(dl::equal(F::pixel_shuffle(x, F::PixelShuffleFuncOptions(2)), shuffle(x)));
+  CHECK(dl::equal(unshuffle(shuffle(x)), x));
+  CHECK(dl::equal(F::pixel_unshuffle(shuffle(x), F::PixelUnshuffleFuncOptions(2)), x));
+  CHECK(unshuffle->options.downscale_factor() == 2);
+}

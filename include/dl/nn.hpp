@@ -21,5 +21,6 @@
 #include "nn/module.hpp"
 #include "nn/normalization.hpp"
 #include "nn/padding.hpp"
+#include "nn/pixel_shuffle.hpp"
 #include "nn/pooling.hpp"
 #include "nn/utils/clip_grad.hpp"

@@ -12,6 +12,7 @@
 #include "functional/loss.hpp"
 #include "functional/normalization.hpp"
 #include "functional/padding.hpp"
+#include "functional/pixel_shuffle.hpp"
 #include "functional/pooling.hpp"
 #include "functional/softmax.hpp"
 #include "functional/sparse.hpp"

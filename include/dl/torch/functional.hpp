@@ -156,6 +156,14 @@ struct KLDivLossOptions {
   TORCH_ARG(enumtype::Name, reduction);
   TORCH_ARG(bool, log_target) = false;
 };
+struct PixelShuffleOptions {
+  PixelShuffleOptions(int64_t upscale_factor) : upscale_factor_(upscale_factor) {}  // NOLINT
+  TORCH_ARG(int64_t, upscale_factor);
+};
+struct PixelUnshuffleOptions {
+  PixelUnshuffleOptions(int64_t downscale_factor) : downscale_factor_(downscale_factor) {}  // NOLINT
+  TORCH_ARG(int64_t, downscale_factor);
+};
 
 namespace functional {
 
@@ -181,6 +189,8 @@ struct DropoutFuncOptions {
 };
 using Dropout1dFuncOptions = DropoutFuncOptions;
 using Dropout2dFuncOptions = DropoutFuncOptions;
+using PixelShuffleFuncOptions = PixelShuffleOptions;
+using PixelUnshuffleFuncOptions = PixelUnshuffleOptions;
 
 template <size_t D>
 struct ConvFuncOptions {
@@ -397,6 +407,12 @@ inline Tensor pad(const Tensor& input, const PadFuncOptions& o) {
 inline Tensor embedding(const dl::Tensor<int64_t>& input, const Tensor& weight, const EmbeddingFuncOptions& o = {}) {
   return dl::nn::functional::embedding(input, weight, o.padding_idx(), o.max_norm(), o.norm_type(), o.scale_grad_by_freq(),
                                        o.sparse());
+}
+inline Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& o) {
+  return dl::nn::functional::pixel_shuffle(input, o.upscale_factor());
+}
+inline Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& o) {
+  return dl::nn::functional::pixel_unshuffle(input, o.downscale_factor());
 }
 inline dl::Tensor<int64_t> one_hot(const dl::Tensor<int64_t>& tensor, int64_t num_classes = -1) {
   return dl::nn::functional::one_hot(tensor, num_classes);

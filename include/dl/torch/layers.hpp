@@ -528,6 +528,19 @@ class UnflattenImpl : public dl::nn::Unflatten {
 };
 TORCH_MODULE(Unflatten);
 
+class PixelShuffleImpl : public dl::nn::PixelShuffle {
+ public:
+  explicit PixelShuffleImpl(const PixelShuffleOptions& o) : dl::nn::PixelShuffle(o.upscale_factor()), options(o) {}
+  PixelShuffleOptions options;
+};
+TORCH_MODULE(PixelShuffle);
+class PixelUnshuffleImpl : public dl::nn::PixelUnshuffle {
+ public:
+  explicit PixelUnshuffleImpl(const PixelUnshuffleOptions& o) : dl::nn::PixelUnshuffle(o.downscale_factor()), options(o) {}
+  PixelUnshuffleOptions options;
+};
+TORCH_MODULE(PixelUnshuffle);
+
 // ------------------------------------------------------------------------------ losses
 
 // Each loss holder: dl's loss module built from libtorch's options (the macro's tail is dl's
