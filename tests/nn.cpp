@@ -914,3 +914,62 @@ TEST_CASE("F::pixel_shuffle / pixel_unshuffle: PyTorch's layout, round trip, gra
   CHECK(net.parameters()[0].grad().defined());
   CHECK(dl::equal(unshuffle(shuffle(img.repeat({1, 4, 1, 1}))), img.repeat({1, 4, 1, 1})));
 }
+
+TEST_CASE("InstanceNorm1d/2d/3d: PyTorch's defaults, parameters, running statistics, unbatched input, errors") {
+  auto repr = [](const nn::Module& m) {
+    std::ostringstream os;
+    os << m;
+    return os.str();
+  };
+  // Defaults as PyTorch's: no affine map, no running statistics, nothing in the state dict.
+  nn::InstanceNorm2d plain(3);
+  CHECK(repr(plain) == "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)");
+  CHECK(plain.parameters().empty());
+  CHECK(plain.state_dict().keys().empty());
+  const Tensor<float> x = dl::randn({2, 3, 4, 5}) * 3.0f + 1.0f;
+  const Tensor<float> y = plain(x);
+  CHECK(dl::allclose(y, F::instance_norm(x)));
+  // Each channel of each sample: mean 0, biased variance 1.
+  CHECK(dl::allclose(y.mean({2, 3}), dl::zeros<float>({2, 3}), 1e-4, 1e-5));
+  CHECK(dl::allclose((y * y).mean({2, 3}), dl::ones<float>({2, 3}), 1e-3, 1e-3));
+  // An input without the batch dim is a batch of one.
+  CHECK(dl::allclose(plain(x[1]), y[1]));
+
+  // affine and track_running_stats: PyTorch's state dict keys and initial values; training updates
+  // the running statistics as F::instance_norm does, eval normalises with them.
+  nn::InstanceNorm1d norm(4, {.momentum = 0.2, .affine = true, .track_running_stats = true});
+  std::vector<std::string> keys = norm.state_dict().keys();
+  CHECK(keys == std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"});
+  CHECK(dl::equal(norm.weight, dl::ones<float>({4})));
+  CHECK(dl::equal(norm.running_var, dl::ones<float>({4})));
+  const Tensor<float> s = dl::randn({3, 4, 6}) * 2.0f - 0.5f;
+  Tensor<float> rm = dl::zeros<float>({4}), rv = dl::ones<float>({4});
+  const Tensor<float> expect = F::instance_norm(s, rm, rv, norm.weight.detach(), norm.bias.detach(), true, 0.2);
+  const Tensor<float> got = norm(s);
+  CHECK(dl::allclose(got, expect));
+  CHECK(dl::allclose(norm.running_mean, rm));
+  CHECK(dl::allclose(norm.running_var, rv));
+  CHECK_FALSE(dl::equal(norm.running_mean, dl::zeros<float>({4})));
+  got.sum().backward();
+  CHECK(norm.weight.grad().defined());
+  norm.eval();
+  CHECK(dl::allclose(norm(s), F::instance_norm(s, rm, rv, norm.weight.detach(), norm.bias.detach(), false, 0.2)));
+  // Without running statistics, eval still normalises each instance by its own statistics.
+  plain.eval();
+  CHECK(dl::allclose(plain(x), y));
+
+  nn::InstanceNorm3d n3(2, {.affine = true});
+  CHECK(n3(dl::randn({1, 2, 3, 3, 3})).shape() == Shape{1, 2, 3, 3, 3});
+  CHECK(n3(dl::randn({2, 3, 3, 3})).shape() == Shape{2, 3, 3, 3});
+
+  // PyTorch's messages.
+  CHECK_THROWS_WITH_AS(plain(dl::randn({3, 4})), "expected 3D or 4D input (got 2D input)", dl::Error);
+  CHECK_THROWS_WITH_AS(norm(dl::randn({2, 4, 6, 1})), "expected 2D or 3D input (got 4D input)", dl::Error);
+  CHECK_THROWS_WITH_AS(n3(dl::randn({1, 3, 2, 2, 2})), "expected input's size at dim=1 to match num_features (2), but got: 3.",
+                       dl::Error);
+  CHECK_THROWS_WITH_AS(nn::InstanceNorm2d(0), "InstanceNorm: num_features must be positive, got 0", dl::Error);
+  // Without an affine map or running statistics, another channel count is normalised alike (PyTorch warns).
+  CHECK(plain(dl::randn({1, 5, 2, 2})).shape() == Shape{1, 5, 2, 2});
+  // Not a batch norm: convert_sync_batchnorm and BatchNorm-only code do not see it.
+  CHECK(dynamic_cast<nn::detail::BatchNormBase*>(static_cast<nn::Module*>(&plain)) == nullptr);
+}

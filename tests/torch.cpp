@@ -625,3 +625,15 @@ TEST_CASE("PixelShuffle and PixelUnshuffle: holders and functional options") {
   CHECK(dl::equal(F::pixel_unshuffle(shuffle(x), F::PixelUnshuffleFuncOptions(2)), x));
   CHECK(unshuffle->options.downscale_factor() == 2);
 }
+
+TEST_CASE("InstanceNorm holders and F::instance_norm with libtorch's options") {
+  namespace F = torch::nn::functional;
+  torch::nn::InstanceNorm2d norm(torch::nn::InstanceNorm2dOptions(3).affine(true).eps(1e-3));
+  CHECK(norm->options.affine());
+  CHECK(norm->parameters().size() == 2);
+  auto x = torch::randn({2, 3, 4, 4});
+  CHECK(dl::allclose(norm(x), F::instance_norm(x, F::InstanceNormFuncOptions().weight(norm->weight).bias(norm->bias).eps(1e-3))));
+  torch::nn::InstanceNorm1d plain(torch::nn::InstanceNorm1dOptions(5));
+  CHECK(plain->named_buffers().size() == 0);
+  CHECK(plain(torch::randn({2, 5, 7})).sizes() == dl::Shape{2, 5, 7});
+}

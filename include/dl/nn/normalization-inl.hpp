@@ -7,10 +7,10 @@
 
 namespace dl::nn::detail {
 
-DL_API BatchNormBase::BatchNormBase(int64_t num_features, const BatchNormOptions& o)
+DL_API NormBase::NormBase(const char* kind, int64_t num_features, const BatchNormOptions& o)
     : num_features(num_features), eps(o.eps), momentum(o.momentum), affine(o.affine), track_running_stats(o.track_running_stats) {
-  DL_CHECK(num_features > 0, "BatchNorm: num_features must be positive, got ", num_features);
-  DL_CHECK(eps > 0, "BatchNorm: eps must be positive, got ", eps);
+  DL_CHECK(num_features > 0, kind, ": num_features must be positive, got ", num_features);
+  DL_CHECK(eps > 0, kind, ": eps must be positive, got ", eps);
   if (affine) {
     weight = empty<float>({num_features}).requires_grad_();
     bias = empty<float>({num_features}).requires_grad_();
@@ -23,7 +23,7 @@ DL_API BatchNormBase::BatchNormBase(int64_t num_features, const BatchNormOptions
   reset_parameters();
 }
 
-DL_API void BatchNormBase::reset_running_stats() {
+DL_API void NormBase::reset_running_stats() {
   if (!track_running_stats) return;
   NoGradGuard no_grad;
   running_mean.zero_();
@@ -31,7 +31,7 @@ DL_API void BatchNormBase::reset_running_stats() {
   num_batches_tracked.zero_();
 }
 
-DL_API void BatchNormBase::reset_parameters() {
+DL_API void NormBase::reset_parameters() {
   reset_running_stats();
   if (affine) {
     init::ones_(weight);
@@ -39,9 +39,24 @@ DL_API void BatchNormBase::reset_parameters() {
   }
 }
 
-DL_API std::string BatchNormBase::extra_repr() const {
+DL_API std::string NormBase::extra_repr() const {
   return std::to_string(num_features) + ", eps=" + py_float(eps) + ", momentum=" + (momentum ? py_float(*momentum) : "None") +
          ", affine=" + py_bool(affine) + ", track_running_stats=" + py_bool(track_running_stats);
+}
+
+DL_API Tensor<float> InstanceNormBase::normalize_instances(const Tensor<float>& x) {
+  const int batched = spatial_dims_ + 2;
+  DL_CHECK(x.dim() == batched - 1 || x.dim() == batched, "expected ", batched - 1, "D or ", batched, "D input (got ", x.dim(),
+           "D input)");
+  const int64_t feature_dim = x.dim() - spatial_dims_ - 1;
+  // As PyTorch: a channel count other than num_features is an error with an affine map (or running
+  // statistics, whose sizes then differ); without either, every channel is normalised alike.
+  DL_CHECK(x.size(feature_dim) == num_features || !(affine || track_running_stats), "expected input's size at dim=",
+           feature_dim, " to match num_features (", num_features, "), but got: ", x.size(feature_dim), ".");
+  const Tensor<float> in = x.dim() == batched ? x : x.unsqueeze(0);
+  const Tensor<float> y = functional::instance_norm(in, running_mean, running_var, weight, bias,
+                                                    is_training() || !track_running_stats, momentum.value_or(0.0), eps);
+  return x.dim() == batched ? y : y.squeeze(0);
 }
 }  // namespace dl::nn::detail
 

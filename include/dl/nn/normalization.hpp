@@ -1,4 +1,4 @@
-// dl/nn/normalization.hpp — BatchNorm1d/2d/3d, LayerNorm, GroupNorm. train() normalises with the
+// dl/nn/normalization.hpp — BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm. train() normalises with the
 // batch statistics and updates the running ones (unbiased variance, num_batches_tracked); eval()
 // uses the running statistics.
 //   nn::BatchNorm2d<16> bn;   nn::BatchNorm2d bn2(16, {.momentum = 0.1});   nn::GroupNorm<2, 6> gn;
@@ -37,8 +37,9 @@ struct BatchNormSync {
   virtual Tensor<float> forward(BatchNormBase& bn, const Tensor<float>& x, double momentum) = 0;
 };
 
-/// What BatchNorm1d/2d/3d share: affine parameters, running statistics and the forward rule.
-class BatchNormBase : public Module {
+/// What the batch and instance norms share (PyTorch's _NormBase): affine parameters, running
+/// statistics and their reset, and the printout.
+class NormBase : public Module {
  public:
   static constexpr Axis feature_axis = Axis::channel;
   static constexpr bool keeps_axis(Axis) { return true; }
@@ -49,8 +50,6 @@ class BatchNormBase : public Module {
   double eps;
   std::optional<double> momentum;
   bool affine, track_running_stats;
-  /// Set: training statistics over a process group's ranks (SyncBatchNorm); null: this process's.
-  std::shared_ptr<BatchNormSync> sync;
 
   void reset_running_stats();
   void reset_parameters();
@@ -59,7 +58,18 @@ class BatchNormBase : public Module {
   DL_API std::string extra_repr() const override;
 
  protected:
-  BatchNormBase(int64_t num_features, const BatchNormOptions& o);
+  /// `kind` names the layer family in errors ("BatchNorm", "InstanceNorm").
+  NormBase(const char* kind, int64_t num_features, const BatchNormOptions& o);
+};
+
+/// What BatchNorm1d/2d/3d share: NormBase and the forward rule.
+class BatchNormBase : public NormBase {
+ public:
+  /// Set: training statistics over a process group's ranks (SyncBatchNorm); null: this process's.
+  std::shared_ptr<BatchNormSync> sync;
+
+ protected:
+  BatchNormBase(int64_t num_features, const BatchNormOptions& o) : NormBase("BatchNorm", num_features, o) {}
   // A template, so that the batch-norm kernels compile only in programs that use batch norm.
   template <class X = Tensor<float>>
   Tensor<float> run(const X& x);
@@ -108,6 +118,50 @@ struct LayerNormOptions {
   bool elementwise_affine = true;
   bool bias = true;  ///< false: a weight but no bias (PyTorch 2.1's LayerNorm(bias=False))
 };
+
+/// PyTorch's InstanceNorm defaults: no affine map, no running statistics.
+struct InstanceNormOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;
+  bool affine = false;
+  bool track_running_stats = false;
+};
+
+namespace detail {
+/// What InstanceNorm1d/2d/3d share: each channel of each sample normalised over its positions
+/// (F::instance_norm); an input without the batch dim is normalised as a batch of one.
+class InstanceNormBase : public NormBase {
+ public:
+  /// x: [N, C, *spatial] or [C, *spatial] with `spatial_dims` positions dims.
+  DL_API Tensor<float> normalize_instances(const Tensor<float>& x);
+
+ protected:
+  InstanceNormBase(int64_t num_features, int spatial_dims, const InstanceNormOptions& o)
+      : NormBase("InstanceNorm", num_features,
+                 {.eps = o.eps, .momentum = o.momentum, .affine = o.affine, .track_running_stats = o.track_running_stats}),
+        spatial_dims_(spatial_dims) {}
+  int spatial_dims_;
+};
+}  // namespace detail
+
+#define DL_INSTANCE_NORM(Name, SpatialDims)                                                               \
+  class Name : public detail::InstanceNormBase {                                                          \
+   public:                                                                                                \
+    static constexpr int64_t static_in_features = dynamic, static_out_features = dynamic;                 \
+    explicit Name(int64_t num_features, const InstanceNormOptions& o = {})                                \
+        : InstanceNormBase(num_features, SpatialDims, o) {}                                               \
+    template <expression E>                                                                               \
+    Tensor<float> forward(const E& input) { return normalize_instances(Tensor<float>(input)); }           \
+    DL_MODULE(Name, weight, bias)                                                                         \
+    DL_BUFFERS(running_mean, running_var, num_batches_tracked)                                            \
+  };
+/// Instance normalisation over [N, C, L] or [C, L].
+DL_INSTANCE_NORM(InstanceNorm1d, 1)
+/// Instance normalisation over [N, C, H, W] or [C, H, W].
+DL_INSTANCE_NORM(InstanceNorm2d, 2)
+/// Instance normalisation over [N, C, D, H, W] or [C, D, H, W].
+DL_INSTANCE_NORM(InstanceNorm3d, 3)
+#undef DL_INSTANCE_NORM
 
 /// Normalises over the last dims (normalized_shape), with a learned elementwise affine map.
 class LayerNorm : public Module {

@@ -231,6 +231,15 @@ struct BatchNormFuncOptions {
   TORCH_ARG(std::optional<double>, momentum) = 0.1;
   TORCH_ARG(double, eps) = 1e-5;
 };
+struct InstanceNormFuncOptions {
+  TORCH_ARG(Tensor, running_mean) = {};
+  TORCH_ARG(Tensor, running_var) = {};
+  TORCH_ARG(Tensor, weight) = {};
+  TORCH_ARG(Tensor, bias) = {};
+  TORCH_ARG(bool, use_input_stats) = true;
+  TORCH_ARG(double, momentum) = 0.1;
+  TORCH_ARG(double, eps) = 1e-5;
+};
 struct LayerNormFuncOptions {
   LayerNormFuncOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
   TORCH_ARG(std::vector<int64_t>, normalized_shape);
@@ -391,6 +400,10 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
                          const BatchNormFuncOptions& o = {}) {
   return dl::nn::functional::batch_norm(input, running_mean, running_var, o.weight(), o.bias(), o.training(),
                                         o.momentum().value_or(0.1), o.eps());
+}
+inline Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& o = {}) {
+  return dl::nn::functional::instance_norm(input, o.running_mean(), o.running_var(), o.weight(), o.bias(), o.use_input_stats(),
+                                           o.momentum(), o.eps());
 }
 inline Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& o) {
   return dl::nn::functional::layer_norm(input, dl::Shape(o.normalized_shape()), o.weight(), o.bias(), o.eps());

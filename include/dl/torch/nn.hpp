@@ -282,6 +282,33 @@ DL_TORCH_BATCH_NORM(BatchNorm2d)
 DL_TORCH_BATCH_NORM(BatchNorm3d)
 #undef DL_TORCH_BATCH_NORM
 
+struct InstanceNormOptions {
+  InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT: implicit, as libtorch's
+  TORCH_ARG(int64_t, num_features);
+  TORCH_ARG(double, eps) = 1e-5;
+  TORCH_ARG(double, momentum) = 0.1;
+  TORCH_ARG(bool, affine) = false;
+  TORCH_ARG(bool, track_running_stats) = false;
+
+ public:
+  dl::nn::InstanceNormOptions dl() const { return {eps_, momentum_, affine_, track_running_stats_}; }
+};
+using InstanceNorm1dOptions = InstanceNormOptions;
+using InstanceNorm2dOptions = InstanceNormOptions;
+using InstanceNorm3dOptions = InstanceNormOptions;
+
+#define DL_TORCH_INSTANCE_NORM(Name)                                                                \
+  class Name##Impl : public dl::nn::Name {                                                          \
+   public:                                                                                          \
+    explicit Name##Impl(const InstanceNormOptions& o) : dl::nn::Name(o.num_features(), o.dl()), options(o) {} \
+    InstanceNormOptions options;                                                                    \
+  };                                                                                                \
+  TORCH_MODULE(Name);
+DL_TORCH_INSTANCE_NORM(InstanceNorm1d)
+DL_TORCH_INSTANCE_NORM(InstanceNorm2d)
+DL_TORCH_INSTANCE_NORM(InstanceNorm3d)
+#undef DL_TORCH_INSTANCE_NORM
+
 struct DropoutOptions {
   DropoutOptions(double p = 0.5) : p_(p) {}  // NOLINT: implicit, as libtorch's
   TORCH_ARG(double, p);
