@@ -10,30 +10,22 @@
 
 namespace dl::nn {
 
+#define DL_PIXEL_SHUFFLE_LAYER(Name, factor, fn)                                                    \
+  class Name : public Module {                                                                      \
+   public:                                                                                          \
+    explicit Name(int64_t factor) : factor(factor) {                                                \
+      DL_CHECK(factor > 0, #Name ": " #factor " must be positive, got ", factor);                   \
+    }                                                                                               \
+    int64_t factor;                                                                                 \
+    template <expression E>                                                                         \
+    Tensor<float> forward(const E& x) { return functional::fn(x, factor); }                         \
+    std::string extra_repr() const override { return #factor "=" + std::to_string(factor); }        \
+    DL_MODULE(Name)                                                                                 \
+  };
 /// [*, C * r^2, H, W] -> [*, C, H * r, W * r]: PixelShuffle(3) after a Conv2d(64, 3 * 9, 3).
-class PixelShuffle : public Module {
- public:
-  explicit PixelShuffle(int64_t upscale_factor) : upscale_factor(upscale_factor) {
-    DL_CHECK(upscale_factor > 0, "PixelShuffle: upscale_factor must be positive, got ", upscale_factor);
-  }
-  int64_t upscale_factor;
-  template <expression E>
-  Tensor<float> forward(const E& x) { return functional::pixel_shuffle(x, upscale_factor); }
-  std::string extra_repr() const override { return "upscale_factor=" + std::to_string(upscale_factor); }
-  DL_MODULE(PixelShuffle)
-};
-
+DL_PIXEL_SHUFFLE_LAYER(PixelShuffle, upscale_factor, pixel_shuffle)
 /// [*, C, H * r, W * r] -> [*, C * r^2, H, W], the inverse of PixelShuffle(r).
-class PixelUnshuffle : public Module {
- public:
-  explicit PixelUnshuffle(int64_t downscale_factor) : downscale_factor(downscale_factor) {
-    DL_CHECK(downscale_factor > 0, "PixelUnshuffle: downscale_factor must be positive, got ", downscale_factor);
-  }
-  int64_t downscale_factor;
-  template <expression E>
-  Tensor<float> forward(const E& x) { return functional::pixel_unshuffle(x, downscale_factor); }
-  std::string extra_repr() const override { return "downscale_factor=" + std::to_string(downscale_factor); }
-  DL_MODULE(PixelUnshuffle)
-};
+DL_PIXEL_SHUFFLE_LAYER(PixelUnshuffle, downscale_factor, pixel_unshuffle)
+#undef DL_PIXEL_SHUFFLE_LAYER
 
 }  // namespace dl::nn
