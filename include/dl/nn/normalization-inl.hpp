@@ -43,21 +43,6 @@ DL_API std::string NormBase::extra_repr() const {
   return std::to_string(num_features) + ", eps=" + py_float(eps) + ", momentum=" + (momentum ? py_float(*momentum) : "None") +
          ", affine=" + py_bool(affine) + ", track_running_stats=" + py_bool(track_running_stats);
 }
-
-DL_API Tensor<float> InstanceNormBase::normalize_instances(const Tensor<float>& x) {
-  const int batched = spatial_dims_ + 2;
-  DL_CHECK(x.dim() == batched - 1 || x.dim() == batched, "expected ", batched - 1, "D or ", batched, "D input (got ", x.dim(),
-           "D input)");
-  const int64_t feature_dim = x.dim() - spatial_dims_ - 1;
-  // As PyTorch: a channel count other than num_features is an error with an affine map (or running
-  // statistics, whose sizes then differ); without either, every channel is normalised alike.
-  DL_CHECK(x.size(feature_dim) == num_features || !(affine || track_running_stats), "expected input's size at dim=",
-           feature_dim, " to match num_features (", num_features, "), but got: ", x.size(feature_dim), ".");
-  const Tensor<float> in = x.dim() == batched ? x : x.unsqueeze(0);
-  const Tensor<float> y = functional::instance_norm(in, running_mean, running_var, weight, bias,
-                                                    is_training() || !track_running_stats, momentum.value_or(0.0), eps);
-  return x.dim() == batched ? y : y.squeeze(0);
-}
 }  // namespace dl::nn::detail
 
 namespace dl::nn {

@@ -132,8 +132,10 @@ namespace detail {
 /// (F::instance_norm); an input without the batch dim is normalised as a batch of one.
 class InstanceNormBase : public NormBase {
  public:
-  /// x: [N, C, *spatial] or [C, *spatial] with `spatial_dims` positions dims.
-  DL_API Tensor<float> normalize_instances(const Tensor<float>& x);
+  /// x: [N, C, *spatial] or [C, *spatial] with `spatial_dims` positions dims. A template, so that
+  /// the instance-norm kernels compile only in programs that use instance norm (as BatchNorm's run).
+  template <class X = Tensor<float>>
+  Tensor<float> normalize_instances(const X& x);
 
  protected:
   InstanceNormBase(int64_t num_features, int spatial_dims, const InstanceNormOptions& o)
@@ -246,12 +248,29 @@ Tensor<float> BatchNormBase::run(const X& x) {
                                 use_batch_stats, factor, eps);
 }
 
+template <class X>
+Tensor<float> InstanceNormBase::normalize_instances(const X& x) {
+  const int batched = spatial_dims_ + 2;
+  DL_CHECK(x.dim() == batched - 1 || x.dim() == batched, "expected ", batched - 1, "D or ", batched, "D input (got ", x.dim(),
+           "D input)");
+  const int64_t feature_dim = x.dim() - spatial_dims_ - 1;
+  // As PyTorch: a channel count other than num_features is an error with an affine map (or running
+  // statistics, whose sizes then differ); without either, every channel is normalised alike.
+  DL_CHECK(x.size(feature_dim) == num_features || !(affine || track_running_stats), "expected input's size at dim=",
+           feature_dim, " to match num_features (", num_features, "), but got: ", x.size(feature_dim), ".");
+  const Tensor<float> in = x.dim() == batched ? x : x.unsqueeze(0);
+  const Tensor<float> y = functional::instance_norm(in, running_mean, running_var, weight, bias,
+                                                    is_training() || !track_running_stats, momentum.value_or(0.0), eps);
+  return x.dim() == batched ? y : y.squeeze(0);
+}
+
 }  // namespace detail
 
 }  // namespace dl::nn
 
 // Compiled mode: the float instantiations libdl_kernels holds (DL_EXTERN_TEMPLATE, dl/config.hpp).
 DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::detail::BatchNormBase::run(const dl::Tensor<float>&))
+DL_EXTERN_TEMPLATE(nn, dl::Tensor<float> dl::nn::detail::InstanceNormBase::normalize_instances(const dl::Tensor<float>&))
 
 #if DL_HEADER_ONLY
 #include "normalization-inl.hpp"
