@@ -1,6 +1,7 @@
-// Tests of dl/nn/functional/{conv,pooling,linear}.hpp: conv3d, conv_transpose1d, max/avg/adaptive
-// pooling in 1-d and bilinear against PyTorch (tests/data/functional_conv_ref.bin, written by
-// tests/gen_loss_reference.py) in float and double, finite differences (first and second order)
+// Tests of dl/nn/functional/{conv,pooling,linear,interpolate}.hpp: conv3d, conv_transpose1d,
+// max/avg/adaptive pooling in 1-d and bilinear against PyTorch (tests/data/functional_conv_ref.bin,
+// written by tests/gen_loss_reference.py), interpolate (tests/data/interpolate_ref.bin, written by
+// tests/gen_interpolate_reference.py) in float and double, finite differences (first and second order)
 // in double, unbatched inputs and the error messages.
 #include <doctest/doctest.h>
 
@@ -12,6 +13,7 @@
 
 #include <dl/autograd/gradcheck.hpp>
 #include <dl/nn/functional/conv.hpp>
+#include <dl/nn/functional/interpolate.hpp>
 #include <dl/nn/functional/linear.hpp>
 #include <dl/nn/functional/pooling.hpp>
 
@@ -173,6 +175,97 @@ TEST_CASE_TEMPLATE("bilinear matches PyTorch: leading dims, 1-d inputs, with and
     if (b.defined()) ref.check(b.grad(), c + "/gb");
   }
   CHECK(cases == 4);
+}
+
+// ============================================================================== interpolate
+
+TEST_CASE_TEMPLATE("interpolate matches PyTorch: every mode, sizes and scale factors, align_corners, recompute_scale_factor",
+                   T, float, double) {
+  const refbin::File iref("interpolate_ref.bin");
+  static const char* const modes[] = {"nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"};
+  int cases = 0;
+  for (int k = 0; iref.has("interp/" + std::to_string(k) + "/params"); ++k, ++cases) {
+    const std::string c = "interp/" + std::to_string(k);
+    CAPTURE(c);
+    const auto p = iref.params(c);
+    F::InterpolateOptions o;
+    o.mode = modes[int(p[0])];
+    if (p[1] >= 0) o.align_corners = p[1] != 0;
+    if (p[2] >= 0) o.recompute_scale_factor = p[2] != 0;
+    const int nd = int(p[4]);
+    Shape shape;
+    for (int d = 0; d < nd; ++d) shape.push_back(int64_t(p[size_t(5 + d)]));
+    for (int i = 0; i < int(p[size_t(5 + nd)]); ++i) {
+      const double v = p[size_t(6 + nd + i)];
+      if (p[3] != 0) o.size.push_back(int64_t(v));
+      else o.scale_factor.push_back(v);
+    }
+    CAPTURE(o.mode);
+    Tensor<T> x = leaf(det<T>(shape, 70 * k));
+    const Tensor<T> out = F::interpolate(x, o);
+    // Float against PyTorch's float kernels (indices and weights in float on both sides).
+    iref.check(out, c + (std::is_same_v<T, float> ? "/out32" : "/out"));
+    backward_weighted(out);
+    iref.check(x.grad(), c + "/gx");
+  }
+  CHECK(cases == 23);
+}
+
+TEST_CASE("interpolate: finite differences, first and second order (double); expressions, integers, 16-bit") {
+  namespace ag = dl::autograd;
+  const Tensor<double> x = det<double>({1, 2, 4, 3}, 12), x1 = det<double>({2, 1, 5}, 13), x3 = det<double>({1, 1, 2, 3, 2}, 14);
+  for (const char* mode : {"bilinear", "bicubic", "nearest", "nearest-exact", "area"}) {
+    CAPTURE(mode);
+    const F::InterpolateOptions o{.size = {5, 4}, .mode = mode};
+    CHECK(ag::gradcheck([&](auto& in) { return F::interpolate(in[0], o); }, {x}));
+    CHECK(ag::gradgradcheck([&](auto& in) { return F::interpolate(in[0], o); }, {x}));
+  }
+  CHECK(ag::gradcheck([](auto& in) { return F::interpolate(in[0], {.scale_factor = {1.5}, .mode = "linear", .align_corners = true}); }, {x1}));
+  CHECK(ag::gradcheck([](auto& in) { return F::interpolate(in[0], {.size = {3, 2, 3}, .mode = "trilinear"}); }, {x3}));
+  CHECK(ag::gradcheck([](auto& in) { return F::interpolate(in[0], {.size = {2}, .mode = "area"}); }, {x1}));
+
+  // An expression input; the output keeps the input's type.
+  const Tensor<float> xf = det<float>({1, 1, 2, 2}, 15);
+  const Tensor<float> up = F::interpolate(xf * 2.0f, {.scale_factor = {2}});
+  CHECK(up.shape() == Shape{1, 1, 4, 4});
+  CHECK(up.at(0, 0, 3, 3) == doctest::Approx(2 * xf.at(0, 0, 1, 1)));
+  CHECK(up.at(0, 0, 1, 2) == doctest::Approx(2 * xf.at(0, 0, 0, 1)));
+  // Integers take the nearest modes; 16-bit floats are computed in float.
+  const Tensor<int64_t> xi = dl::arange<int64_t>(6).reshape({1, 1, 2, 3});
+  const Tensor<int64_t> ui = F::interpolate(xi, {.size = {4, 6}});
+  CHECK(ui.at(0, 0, 3, 5) == 5);
+  CHECK(ui.at(0, 0, 1, 2) == 1);
+  CHECK_THROWS_WITH_AS(F::interpolate(xi, {.size = {4, 6}, .mode = "bilinear"}), Contains("needs a floating-point input"), dl::Error);
+  const Tensor<dl::BFloat16> xb = xf.bfloat16();
+  const Tensor<dl::BFloat16> ub = F::interpolate(xb, {.size = {3, 3}, .mode = "bilinear", .align_corners = true});
+  CHECK(dl::allclose(ub.to_float(), F::interpolate(xb.to_float(), {.size = {3, 3}, .mode = "bilinear", .align_corners = true}), 1e-2, 1e-2));
+  // Same size: the input's values (nearest is then a no-op; linear with align_corners as well).
+  CHECK(dl::allclose(F::interpolate(xf, {.size = {2, 2}, .mode = "bilinear", .align_corners = true}), xf));
+  CHECK(dl::allclose(F::interpolate(xf, {.scale_factor = {1}}), xf));
+}
+
+TEST_CASE("interpolate: PyTorch's errors") {
+  const Tensor<float> x = det<float>({1, 2, 4, 4}, 16);
+  auto err = [&](const Tensor<float>& in, F::InterpolateOptions o, const char* msg) {
+    CAPTURE(msg);
+    CHECK_THROWS_WITH_AS(F::interpolate(in, o), Contains(msg), dl::Error);
+  };
+  err(x, {}, "either size or scale_factor should be defined");
+  err(x, {.size = {2, 2}, .scale_factor = {2}}, "only one of size or scale_factor should be defined");
+  err(x, {.size = {2, 2, 2}}, "Input and output must have the same number of spatial dimensions, but got input with spatial dimensions of [4, 4] and output size of [2, 2, 2]");
+  err(x, {.scale_factor = {2, 2, 2}}, "Input and scale_factor must have the same number of spatial dimensions");
+  err(x, {.size = {2, 2}, .align_corners = true}, "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear");
+  err(x, {.size = {2, 2}, .mode = "linear"}, "Got 4D input, but linear mode needs 3D input");
+  err(x, {.size = {2, 2}, .mode = "trilinear"}, "Got 4D input, but trilinear mode needs 5D input");
+  err(det<float>({1, 2, 4}, 1), {.size = {2}, .mode = "bilinear"}, "Got 3D input, but bilinear mode needs 4D input");
+  err(det<float>({1, 2, 4}, 1), {.size = {2}, .mode = "bicubic"}, "Input Error: Only 3D, 4D and 5D input Tensors supported (got 3D) for the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got bicubic)");
+  err(x, {.size = {2, 2}, .mode = "cubic"}, "(got 4D) for the modes");
+  err(det<float>({4, 4}, 1), {.size = {2}}, "(got 2D)");
+  err(x, {.size = {2, 2}, .recompute_scale_factor = true}, "recompute_scale_factor is not meaningful with an explicit size.");
+  err(x, {.size = {0, 2}}, "Input and output sizes should be greater than 0, but got input (H: 4, W: 4) output (H: 0, W: 2)");
+  err(x, {.scale_factor = {0.1}}, "Input and output sizes should be greater than 0, but got input (H: 4, W: 4) output (H: 0, W: 0)");
+  err(det<float>({1, 1, 3}, 1), {.size = {0}}, "but got input (W: 3) output (W: 0)");
+  err(x, {.size = {8, 8}, .mode = "bilinear", .antialias = true}, "antialias=true is not supported yet");
 }
 
 // ============================================================================== finite differences

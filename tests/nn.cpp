@@ -915,6 +915,39 @@ TEST_CASE("F::pixel_shuffle / pixel_unshuffle: PyTorch's layout, round trip, gra
   CHECK(dl::equal(unshuffle(shuffle(img.repeat({1, 4, 1, 1}))), img.repeat({1, 4, 1, 1})));
 }
 
+TEST_CASE("Upsample, UpsamplingNearest2d, UpsamplingBilinear2d: F::interpolate with their options, PyTorch's repr, errors") {
+  auto repr = [](const nn::Module& m) {
+    std::ostringstream os;
+    os << m;
+    return os.str();
+  };
+  const Tensor<float> x = dl::randn({2, 3, 4, 5});
+  nn::Upsample up({.scale_factor = {2}, .mode = "bilinear"});
+  CHECK(up(x).shape() == Shape{2, 3, 8, 10});
+  CHECK(dl::equal(up(x), F::interpolate(x, {.scale_factor = {2}, .mode = "bilinear"})));
+  nn::UpsamplingNearest2d nearest({.size = {6, 7}});
+  CHECK(dl::equal(nearest(x), F::interpolate(x, {.size = {6, 7}})));
+  nn::UpsamplingBilinear2d bilinear({.scale_factor = {2}});
+  CHECK(dl::equal(bilinear(x), F::interpolate(x, {.scale_factor = {2}, .mode = "bilinear", .align_corners = true})));
+  nn::Upsample up3({.size = {3, 4, 5}, .mode = "trilinear", .align_corners = true});
+  const Tensor<double> x3 = dl::randn<double>({1, 2, 2, 2, 2});
+  CHECK(up3(x3).shape() == Shape{1, 2, 3, 4, 5});
+  // PyTorch 1.13's printout (nn.Upsample(scale_factor=2, mode='bilinear'), ...).
+  CHECK(repr(up) == "Upsample(scale_factor=2.0, mode=bilinear)");
+  CHECK(repr(nearest) == "UpsamplingNearest2d(size=(6, 7), mode=nearest)");
+  CHECK(repr(nn::Upsample({.scale_factor = {1.5, 2}})) == "Upsample(scale_factor=(1.5, 2.0), mode=nearest)");
+  CHECK(repr(up3) == "Upsample(size=(3, 4, 5), mode=trilinear)");
+  // In a decoder: gradients reach the convolution before it.
+  auto net = nn::Sequential(nn::Conv2d(3, 4, 3, {.padding = 1}), nn::Upsample({.scale_factor = {2}, .mode = "bicubic"}));
+  const Tensor<float> y = net(x);
+  CHECK(y.shape() == Shape{2, 4, 8, 10});
+  y.sum().backward();
+  CHECK(net.parameters()[0].grad().defined());
+  CHECK_THROWS_WITH_AS(nn::Upsample({.size = {2, 2}, .mode = "area"}),
+                       "Upsample: mode must be one of nearest, linear, bilinear, bicubic or trilinear, got 'area'", dl::Error);
+  CHECK_THROWS_WITH_AS(nn::Upsample({.size = {2}, .mode = "linear"})(x), "Got 4D input, but linear mode needs 3D input", dl::Error);
+}
+
 TEST_CASE("InstanceNorm1d/2d/3d: PyTorch's defaults, parameters, running statistics, unbatched input, errors") {
   auto repr = [](const nn::Module& m) {
     std::ostringstream os;

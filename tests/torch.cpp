@@ -626,6 +626,23 @@ TEST_CASE("PixelShuffle and PixelUnshuffle: holders and functional options") {
   CHECK(unshuffle->options.downscale_factor() == 2);
 }
 
+TEST_CASE("Upsample holder and F::interpolate with libtorch's options") {
+  namespace F = torch::nn::functional;
+  auto x = torch::randn({1, 2, 3, 4});
+  torch::nn::Upsample up(torch::nn::UpsampleOptions().scale_factor(std::vector<double>({2, 2})).mode(torch::kBilinear).align_corners(false));
+  CHECK(up->options.mode() == torch::kBilinear);
+  CHECK(up->forward(x).sizes() == dl::Shape{1, 2, 6, 8});
+  CHECK(dl::equal(up(x), F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>({2, 2})).mode(torch::kBilinear)
+                                                .align_corners(false))));
+  auto y = F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>({5, 5})).mode(torch::kNearestExact));
+  CHECK(y.sizes() == dl::Shape{1, 2, 5, 5});
+  CHECK(dl::equal(y, dl::nn::functional::interpolate(x, {.size = {5, 5}, .mode = "nearest-exact"})));
+  CHECK(F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>({2, 2})).mode(torch::kArea)).sizes() == dl::Shape{1, 2, 2, 2});
+  torch::nn::Upsample nearest(torch::nn::UpsampleOptions().size(std::vector<int64_t>({6, 8})));
+  CHECK(dl::equal(nearest(x), up(x) * 0 + F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>({2, 2})))));
+  CHECK_THROWS_WITH_AS(F::interpolate(x, F::InterpolateFuncOptions()), "either size or scale_factor should be defined", dl::Error);
+}
+
 TEST_CASE("InstanceNorm holders and F::instance_norm with libtorch's options") {
   namespace F = torch::nn::functional;
   torch::nn::InstanceNorm2d norm(torch::nn::InstanceNorm2dOptions(3).affine(true).eps(1e-3));

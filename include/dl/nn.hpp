@@ -23,4 +23,5 @@
 #include "nn/padding.hpp"
 #include "nn/pixel_shuffle.hpp"
 #include "nn/pooling.hpp"
+#include "nn/upsample.hpp"
 #include "nn/utils/clip_grad.hpp"

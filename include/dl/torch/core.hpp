@@ -68,6 +68,8 @@ inline constexpr enumtype::Name kTanh{"tanh"}, kReLU{"relu"}, kGELU{"gelu"}, kSi
 inline constexpr enumtype::Name kZeros{"zeros"}, kConstant{"constant"}, kReflect{"reflect"}, kReplicate{"replicate"},
     kCircular{"circular"};
 inline constexpr enumtype::Name kFanIn{"fan_in"}, kFanOut{"fan_out"};
+inline constexpr enumtype::Name kNearest{"nearest"}, kNearestExact{"nearest-exact"}, kBilinear{"bilinear"}, kBicubic{"bicubic"},
+    kTrilinear{"trilinear"}, kArea{"area"};
 
 /// libtorch's reductions (at::Reduction::Mean etc.), for the loss functions below.
 namespace Reduction {

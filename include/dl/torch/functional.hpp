@@ -164,6 +164,14 @@ struct PixelUnshuffleOptions {
   PixelUnshuffleOptions(int64_t downscale_factor) : downscale_factor_(downscale_factor) {}  // NOLINT
   TORCH_ARG(int64_t, downscale_factor);
 };
+/// torch::nn::UpsampleOptions: one of size and scale_factor (one value per spatial dim), mode
+/// torch::kNearest (default), kLinear, kBilinear, kBicubic or kTrilinear.
+struct UpsampleOptions {
+  TORCH_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
+  TORCH_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
+  TORCH_ARG(enumtype::Name, mode) = kNearest;
+  TORCH_ARG(std::optional<bool>, align_corners) = std::nullopt;
+};
 
 namespace functional {
 
@@ -191,6 +199,16 @@ using Dropout1dFuncOptions = DropoutFuncOptions;
 using Dropout2dFuncOptions = DropoutFuncOptions;
 using PixelShuffleFuncOptions = PixelShuffleOptions;
 using PixelUnshuffleFuncOptions = PixelUnshuffleOptions;
+/// F::interpolate's options (torch::nn::functional::InterpolateFuncOptions); mode also takes
+/// torch::kArea and torch::kNearestExact.
+struct InterpolateFuncOptions {
+  TORCH_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
+  TORCH_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
+  TORCH_ARG(enumtype::Name, mode) = kNearest;
+  TORCH_ARG(std::optional<bool>, align_corners) = std::nullopt;
+  TORCH_ARG(std::optional<bool>, recompute_scale_factor) = std::nullopt;
+  TORCH_ARG(bool, antialias) = false;
+};
 
 template <size_t D>
 struct ConvFuncOptions {
@@ -426,6 +444,10 @@ inline Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& 
 }
 inline Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& o) {
   return dl::nn::functional::pixel_unshuffle(input, o.downscale_factor());
+}
+inline Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o = {}) {
+  return dl::nn::functional::interpolate(input, {o.size().value_or(std::vector<int64_t>{}), o.scale_factor().value_or(std::vector<double>{}),
+                                                 o.mode().name, o.align_corners(), o.recompute_scale_factor(), o.antialias()});
 }
 inline dl::Tensor<int64_t> one_hot(const dl::Tensor<int64_t>& tensor, int64_t num_classes = -1) {
   return dl::nn::functional::one_hot(tensor, num_classes);

@@ -540,6 +540,15 @@ class PixelUnshuffleImpl : public dl::nn::PixelUnshuffle {
   PixelUnshuffleOptions options;
 };
 TORCH_MODULE(PixelUnshuffle);
+class UpsampleImpl : public dl::nn::Upsample {
+ public:
+  explicit UpsampleImpl(const UpsampleOptions& o = {})
+      : dl::nn::Upsample({o.size().value_or(std::vector<int64_t>{}), o.scale_factor().value_or(std::vector<double>{}), o.mode().name,
+                          o.align_corners(), std::nullopt}),
+        options(o) {}
+  UpsampleOptions options;
+};
+TORCH_MODULE(Upsample);
 
 // ------------------------------------------------------------------------------ losses
 
