@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 # Bottom to top. A header's layer is the first pattern that matches its path under include/dl.
 LAYERS = [
@@ -118,19 +119,26 @@ def check_standalone(root, cxx):
             name = f.name
         try:
             extra = mpi_flags if needs_mpi(rel) else []
+            start = time.monotonic()
             r = subprocess.run(cxx + extra + ["-fsyntax-only", "-I", include_dir, name], capture_output=True, text=True)
+            seconds = time.monotonic() - start
         finally:
             os.unlink(name)
-        return rel, r.returncode, r.stderr
+        return rel, r.returncode, r.stderr, seconds
 
     failed = []
+    times = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        for rel, rc, err in pool.map(compile_one, todo):
+        for rel, rc, err, seconds in pool.map(compile_one, todo):
+            times.append((seconds, rel))
             if rc != 0:
                 first = next((l for l in err.splitlines() if "error" in l), err.strip()[:300])
                 failed.append(rel)
                 print(f"dl/{rel} does not compile on its own:\n  {first}")
     print(f"{len(todo) - len(failed)} of {len(todo)} headers compile on their own")
+    # What this check costs, and where (a header that parses slowly alone makes every user's build slower).
+    print(f"{sum(t for t, _ in times):.0f} s in all; the slowest: " +
+          ", ".join(f"dl/{rel} {t:.1f} s" for t, rel in sorted(times, reverse=True)[:8]))
     return 1 if failed else 0
 
 
