@@ -39,7 +39,7 @@ std::vector<double> torch_ms(int rounds) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
   const bool with_torch = !(argc > 2 && std::string(argv[2]) == "--no-torch");
-  dl::set_num_threads(2);
+  dl::set_num_threads(std::getenv("DL_BENCH_THREADS") ? std::atoi(std::getenv("DL_BENCH_THREADS")) : 2);
   dl::manual_seed(0);
   const Tensor<float> x = dl::randn({128, 784});
   const Tensor<int64_t> y = dl::randint(0, 10, {128});

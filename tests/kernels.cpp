@@ -3,12 +3,15 @@
 // differences in double, the built-in GEMM against a naive product, both GEMM backends, errors.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dl/dl.hpp>
@@ -739,4 +742,126 @@ TEST_CASE("max_pool2d 2x2 fast path: every row width, NaNs and ties in PyTorch's
   plain.backward(g);
   CHECK(dl::equal(a.grad(), b.grad()));
   CHECK(dl::autograd::gradcheck([](auto& in) { return F::max_pool2d(dl::relu(in[0] * 1.0), 2); }, {a}));
+}
+
+// ------------------------------------------------------------------------------ the thread team
+
+TEST_CASE("parallel_for: every index once, for any size, grain and thread count; nested calls run serially") {
+  const int saved_threads = dl::get_num_threads();
+  for (int threads : {1, 2, 3, 4}) {
+    dl::set_num_threads(threads);
+    for (int64_t n : {int64_t(1), int64_t(2), int64_t(7), int64_t(64), int64_t(1000), int64_t(100003)})
+      for (int64_t grain : {int64_t(1), int64_t(3), int64_t(256), int64_t(1) << 20}) {
+        CAPTURE(threads);
+        CAPTURE(n);
+        CAPTURE(grain);
+        std::vector<std::atomic<int>> seen(size_t(n) + 2);
+        std::atomic<int> nested_serial{0}, calls{0}, in_team{0}, empty{0};
+        dl::detail::parallel_for(1, n + 1, grain, [&](int64_t b, int64_t e) {
+          calls.fetch_add(1);
+          empty.fetch_add(int(b >= e));
+          for (int64_t i = b; i < e; ++i) seen[size_t(i)].fetch_add(1);
+          // A kernel inside a chunk gets the whole range in one serial call.
+          int inner = 0;
+          dl::detail::parallel_for(0, 50, 1, [&](int64_t b2, int64_t e2) { inner += int(b2 == 0 && e2 == 50); });
+          const bool team = dl::detail::in_parallel_region();
+          nested_serial.fetch_add(int(team && inner == 1));
+          in_team.fetch_add(int(team));
+        });
+        // One serial call when one thread suffices (or the team paused: see the last test), else
+        // chunks of at least grain, all inside the team.
+        CHECK(empty == 0);
+        if (threads == 1 || n <= grain) CHECK(calls == 1);
+        CHECK(in_team == (calls > 1 ? calls.load() : 0));
+        CHECK(seen[0] == 0);
+        CHECK(seen[size_t(n) + 1] == 0);
+        int once = 0;
+        for (int64_t i = 1; i <= n; ++i) once += seen[size_t(i)] == 1;
+        CHECK(once == n);
+        CHECK(nested_serial == in_team);
+        CHECK(calls <= 4 * threads);
+      }
+  }
+  dl::set_num_threads(saved_threads);
+}
+
+TEST_CASE("parallel_for: an exception in one chunk reaches the caller, and the team keeps working") {
+  const int saved_threads = dl::get_num_threads();
+  dl::set_num_threads(2);
+  CHECK_THROWS_WITH_AS(dl::detail::parallel_for(0, 1000, 1,
+                                                [](int64_t b, int64_t e) {
+                                                  if (b <= 700 && 700 < e) throw dl::Error("chunk failed at 700");
+                                                }),
+                       "chunk failed at 700", dl::Error);
+  std::atomic<int64_t> sum{0};
+  dl::detail::parallel_for(0, 1000, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  CHECK(sum == 999 * 1000 / 2);
+  dl::set_num_threads(saved_threads);
+}
+
+TEST_CASE("the thread team: two threads running kernels at once (one runs serially) get correct results") {
+  const int saved_threads = dl::get_num_threads();
+  dl::set_num_threads(2);
+  dl::set_gemm_backend(dl::GemmBackend::builtin);
+  const auto a = det<float>({96, 300}, 1), b = det<float>({300, 80}, 2);
+  const dl::Tensor<float> ref = dl::mm(a, b);
+  const dl::Tensor<float> x = det<float>({1 << 16}, 3);
+  const dl::Tensor<float> xref = dl::exp(x) * 2.0f + x;
+  std::atomic<int> bad{0};
+  auto work = [&] {
+    for (int r = 0; r < 20; ++r) {
+      const dl::Tensor<float> c = dl::mm(a, b);
+      const dl::Tensor<float> y = dl::exp(x) * 2.0f + x;
+      if (!dl::equal(c, ref) || !dl::equal(y, xref)) bad.fetch_add(1);
+    }
+  };
+  std::thread other(work);
+  work();
+  other.join();
+  CHECK(bad == 0);
+  dl::set_gemm_backend(dl::GemmBackend::automatic);
+  dl::set_num_threads(saved_threads);
+}
+
+TEST_CASE("the thread team: when a worker keeps finishing late the caller works alone for a while, then shares again") {
+  const int saved_threads = dl::get_num_threads();
+  dl::set_num_threads(2);
+  const auto caller = std::this_thread::get_id();
+  // Two chunks: the caller's waits until the worker has taken the other, which sleeps 2 ms, as a
+  // thread whose core another process holds would. Returns how many chunks the worker ran.
+  auto late_job = [&] {
+    std::atomic<int> entered{0}, on_worker{0};
+    dl::detail::parallel_for(0, 2, 1, [&](int64_t b, int64_t e) {
+      entered.fetch_add(1);
+      if (std::this_thread::get_id() != caller) {
+        on_worker.fetch_add(int(e - b));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      } else if (e - b == 1) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (entered < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      }
+    });
+    return on_worker.load();
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past any pause earlier tests caused
+  int on_worker = 0;
+  for (int r = 0; r < 20; ++r) on_worker += late_job();  // > 10 ms of job time, mostly waiting
+  CHECK(on_worker > 0);
+  int later = 0;  // now every chunk runs on the calling thread
+  for (int r = 0; r < 10; ++r) later += late_job();
+  CHECK(later == 0);
+  // After the pause (200 ms) the team takes the worker again: both threads get inside at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::atomic<int> inside{0};
+  std::atomic<bool> both{false};
+  dl::detail::parallel_for(0, 2, 1, [&](int64_t, int64_t) {
+    inside.fetch_add(1);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (inside < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    if (inside == 2) both = true;
+  });
+  CHECK(both);
+  dl::set_num_threads(saved_threads);
 }

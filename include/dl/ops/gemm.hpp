@@ -482,16 +482,17 @@ void gemm_packed(int64_t M, int64_t N, int64_t K, T alpha, const PackA& pack_a, 
     return;
   }
 #if defined(_OPENMP)
-#pragma omp parallel num_threads(nt)
-  {
-    // The work was split for nt threads: a smaller team (OMP limits) runs the product serially.
-    if (omp_get_num_threads() == nt) body(omp_get_thread_num(), [] {
-#pragma omp barrier
-    });
-    else if (omp_get_thread_num() == 0) {
-      gemm_packed<T>(M, N, K, alpha, pack_a, pack_b, beta, C, ldc, ep, 1);
-    }
-  }
+  // Every member of the team takes part (the barriers wait for nt); when the team is busy with
+  // another thread's job, the product runs serially.
+  struct Ctx {
+    decltype(body)& run;
+    TeamBarrier barrier;
+  } ctx{body, TeamBarrier(nt)};
+  const auto member = [](void* p, int tid) {
+    auto& c = *static_cast<Ctx*>(p);
+    c.run(tid, [&c] { c.barrier.arrive_and_wait(); });
+  };
+  if (!ThreadTeam::instance().run(nt, member, &ctx)) gemm_packed<T>(M, N, K, alpha, pack_a, pack_b, beta, C, ldc, ep, 1);
 #else
   body(0, [] {});  // without OpenMP gemm_thread_count is 1
 #endif
