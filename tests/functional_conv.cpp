@@ -1,7 +1,8 @@
-// Tests of dl/nn/functional/{conv,pooling,linear,interpolate}.hpp: conv3d, conv_transpose1d,
+// Tests of dl/nn/functional/{conv,pooling,linear,interpolate,fold}.hpp: conv3d, conv_transpose1d,
 // max/avg/adaptive pooling in 1-d and bilinear against PyTorch (tests/data/functional_conv_ref.bin,
 // written by tests/gen_loss_reference.py), interpolate (tests/data/interpolate_ref.bin, written by
-// tests/gen_interpolate_reference.py) in float and double, finite differences (first and second order)
+// tests/gen_interpolate_reference.py), unfold and fold (tests/data/fold_ref.bin, written by
+// tests/gen_fold_reference.py) in float and double, finite differences (first and second order)
 // in double, unbatched inputs and the error messages.
 #include <doctest/doctest.h>
 
@@ -13,6 +14,7 @@
 
 #include <dl/autograd/gradcheck.hpp>
 #include <dl/nn/functional/conv.hpp>
+#include <dl/nn/functional/fold.hpp>
 #include <dl/nn/functional/interpolate.hpp>
 #include <dl/nn/functional/linear.hpp>
 #include <dl/nn/functional/pooling.hpp>
@@ -266,6 +268,89 @@ TEST_CASE("interpolate: PyTorch's errors") {
   err(x, {.scale_factor = {0.1}}, "Input and output sizes should be greater than 0, but got input (H: 4, W: 4) output (H: 0, W: 0)");
   err(det<float>({1, 1, 3}, 1), {.size = {0}}, "but got input (W: 3) output (W: 0)");
   err(x, {.size = {8, 8}, .mode = "bilinear", .antialias = true}, "antialias=true is not supported yet");
+}
+
+TEST_CASE_TEMPLATE("unfold and fold match PyTorch: kernel, dilation, padding, stride; batched and unbatched", T, float, double) {
+  const refbin::File fref("fold_ref.bin");
+  int cases = 0;
+  for (const char* op : {"unfold", "fold"})
+    for (int k = 0; fref.has(std::string(op) + "/" + std::to_string(k) + "/params"); ++k, ++cases) {
+      const std::string c = std::string(op) + "/" + std::to_string(k);
+      CAPTURE(c);
+      const auto p = fref.params(c);
+      const int nd = int(p[0]);
+      Shape shape;
+      for (int d = 0; d < nd; ++d) shape.push_back(int64_t(p[size_t(1 + d)]));
+      const auto pair = [&](int i) { return dl::Size2(int64_t(p[size_t(1 + nd + 2 * i)]), int64_t(p[size_t(2 + nd + 2 * i)])); };
+      const bool is_fold = std::string(op) == "fold";
+      Tensor<T> x = leaf(det<T>(shape, 80 * k + (is_fold ? 7 : 0)));
+      const Tensor<T> out = is_fold ? F::fold(x, pair(4), pair(0), pair(1), pair(2), pair(3))
+                                    : F::unfold(x, pair(0), pair(1), pair(2), pair(3));
+      fref.check(out, c + "/out");
+      backward_weighted(out);
+      fref.check(x.grad(), c + "/gx");
+    }
+  CHECK(cases == 11);
+}
+
+TEST_CASE("unfold and fold: finite differences (double), fold is unfold's adjoint, expressions and integers") {
+  namespace ag = dl::autograd;
+  const Tensor<double> x = det<double>({2, 2, 5, 4}, 21), cols = det<double>({2, 12, 6}, 22);
+  auto un = [](auto& in) { return F::unfold(in[0], {2, 3}, {2, 1}, 1, {1, 2}); };
+  CHECK(ag::gradcheck(un, {x}));
+  CHECK(ag::gradgradcheck(un, {x}));
+  auto fo = [](auto& in) { return F::fold(in[0], {4, 5}, 2, 1, {0, 1}, {2, 2}); };
+  CHECK(ag::gradcheck(fo, {cols}));
+  CHECK(ag::gradgradcheck(fo, {cols}));
+  // <unfold(x), c> == <x, fold(c)> for the same geometry.
+  const Tensor<double> img = det<double>({2, 3, 6, 7}, 23);
+  const Tensor<double> c = det<double>({2, 3 * 6, 12}, 24);  // 3x2 kernel, stride (2, 2), padding 1: 4 x 3 blocks
+  const double lhs = (F::unfold(img, {3, 2}, 1, 1, 2) * c).sum().item();
+  const double rhs = (img * F::fold(c, {6, 7}, {3, 2}, 1, 1, 2)).sum().item();
+  CHECK(lhs == doctest::Approx(rhs).epsilon(1e-12));
+  // unfold then fold with non-overlapping blocks that tile the image gives the image back.
+  const Tensor<float> xf = det<float>({1, 2, 4, 6}, 25);
+  CHECK(dl::equal(F::fold(F::unfold(xf, 2, 1, 0, 2), {4, 6}, 2, 1, 0, 2), xf));
+  // An expression input, and integers (unfold is a gather, fold a sum).
+  const Tensor<float> e = F::unfold(xf * 2.0f, {4, 6});
+  CHECK(e.shape() == Shape{1, 48, 1});
+  CHECK(e.at(0, 7, 0) == 2 * xf.at(0, 0, 1, 1));
+  const Tensor<int64_t> xi = dl::arange<int64_t>(12).reshape({1, 3, 4});
+  const Tensor<int64_t> ci = F::unfold(xi, 2, 1, 0, 2);
+  CHECK(ci.shape() == Shape{4, 2});
+  CHECK(ci.at(3, 1) == 7);
+  CHECK(F::fold(dl::ones<int64_t>({4, 9}), {4, 4}, 2).at(0, 1, 1) == 4);
+}
+
+TEST_CASE("unfold and fold: PyTorch's errors") {
+  const Tensor<float> x = det<float>({2, 3, 5, 6}, 26), c = det<float>({2, 12, 20}, 27);
+  auto err = [](auto&& f, const char* msg) {
+    CAPTURE(msg);
+    CHECK_THROWS_WITH_AS(f(), Contains(msg), dl::Error);
+  };
+  err([&] { return F::unfold(x, {0, 2}); }, "kernel size should be greater than zero, but got kernel_height: 0 kernel_width: 2");
+  err([&] { return F::unfold(x, 2, 1, 0, {0, 1}); }, "stride should be greater than zero, but got stride_height: 0 stride_width: 1");
+  err([&] { return F::unfold(x, 2, {1, 0}); }, "dilation should be greater than zero, but got dilation_height: 1 dilation_width: 0");
+  err([&] { return F::unfold(x, 2, 1, {-1, 0}); }, "padding should be non-negative, but got pad_height: -1 pad_width: 0");
+  err([&] { return F::unfold(x, {6, 2}); },
+      "Given input with spatial size (5, 6), kernel_size=(6, 2), dilation=(1, 1), padding=(0, 0), calculated shape of the array of "
+      "sliding blocks as (0, 5), but its components must be at least one.");
+  err([&] { return F::unfold(det<float>({2, 0, 5, 6}, 1), 2); },
+      "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, but got: [2, 0, 5, 6]");
+  err([&] { return F::unfold(det<float>({5, 6}, 1), 2); }, "but got: [5, 6]");
+  err([&] { return F::fold(det<float>({2, 10, 20}, 1), {5, 6}, 2); },
+      "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)=10 and kernel_size=(2, 2).");
+  err([&] { return F::fold(c, {5, 6}, 1); },
+      "Given output_size=(5, 6), kernel_size=(1, 1), dilation=(1, 1), padding=(0, 0), stride=(1, 1), expected size of input's "
+      "dimension 2 to match the calculated number of sliding blocks 5 * 6 = 30, but got input.size(2)=20.");
+  err([&] { return F::fold(c, {0, 6}, 2); }, "sliding blocks -1 * 5 = -5, but got input.size(2)=20.");
+  err([&] { return F::fold(det<float>({20}, 1), {5, 6}, 2); },
+      "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for input, but got: [20]");
+  err([&] { return F::fold(det<float>({2, 12, 0}, 1), {5, 6}, 2); }, "but got: [2, 12, 0]");
+  err([&] { return F::fold(c, {5, 6}, 2, 0); }, "dilation should be greater than zero, but got dilation_height: 0 dilation_width: 0");
+  // An empty batch is allowed, as PyTorch's.
+  CHECK(F::unfold(det<float>({0, 3, 5, 6}, 1), 2).shape() == Shape{0, 12, 20});
+  CHECK(F::fold(det<float>({0, 12, 20}, 1), {5, 6}, 2).shape() == Shape{0, 3, 5, 6});
 }
 
 // ============================================================================== finite differences

@@ -14,6 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <dl/dl.hpp>
 
 #include "refbin.hpp"
@@ -863,5 +866,24 @@ TEST_CASE("the thread team: when a worker keeps finishing late the caller works 
     if (inside == 2) both = true;
   });
   CHECK(both);
+  dl::set_num_threads(saved_threads);
+}
+
+TEST_CASE("the thread team: a child process made by fork() runs kernels on its own team") {
+  const int saved_threads = dl::get_num_threads();
+  dl::set_num_threads(2);
+  const dl::Tensor<float> x = det<float>({1 << 16}, 4);
+  const dl::Tensor<float> ref = dl::exp(x) + x;  // the parent's team has its worker now
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(20);  // a hang (waiting for the parent's workers) fails the test instead of blocking it
+    const dl::Tensor<float> y = dl::exp(x) + x;
+    _exit(dl::equal(y, ref) ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
   dl::set_num_threads(saved_threads);
 }

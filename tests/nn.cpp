@@ -948,6 +948,34 @@ TEST_CASE("Upsample, UpsamplingNearest2d, UpsamplingBilinear2d: F::interpolate w
   CHECK_THROWS_WITH_AS(nn::Upsample({.size = {2}, .mode = "linear"})(x), "Got 4D input, but linear mode needs 3D input", dl::Error);
 }
 
+TEST_CASE("Unfold and Fold: F::unfold / F::fold with their options, PyTorch's repr, a patch embedding") {
+  auto repr = [](const nn::Module& m) {
+    std::ostringstream os;
+    os << m;
+    return os.str();
+  };
+  const Tensor<float> x = dl::randn({2, 3, 6, 8});
+  nn::Unfold unfold({.kernel_size = {2, 4}, .stride = {2, 4}});
+  const Tensor<float> patches = unfold(x);
+  CHECK(patches.shape() == Shape{2, 24, 6});
+  CHECK(dl::equal(patches, F::unfold(x, {2, 4}, 1, 0, {2, 4})));
+  nn::Fold fold({.output_size = {6, 8}, .kernel_size = {2, 4}, .stride = {2, 4}});
+  CHECK(dl::equal(fold(patches), x));  // non-overlapping blocks: fold undoes unfold
+  // PyTorch's printout (nn.Unfold((2, 3), stride=2), nn.Fold((4, 5), 2), nn.Unfold(2, padding=(1, 0))).
+  CHECK(repr(nn::Unfold({.kernel_size = {2, 3}, .stride = 2})) == "Unfold(kernel_size=(2, 3), dilation=1, padding=0, stride=2)");
+  CHECK(repr(nn::Fold({.output_size = {4, 5}, .kernel_size = 2})) == "Fold(output_size=(4, 5), kernel_size=2, dilation=1, padding=0, stride=1)");
+  CHECK(repr(nn::Unfold({.kernel_size = 2, .padding = {1, 0}})) == "Unfold(kernel_size=2, dilation=1, padding=(1, 0), stride=1)");
+  // A ViT-style patch embedding: unfold, transpose, a linear layer; gradients reach the input.
+  Tensor<float> img = dl::randn({2, 3, 8, 8});
+  img.requires_grad_();
+  nn::Linear embed(3 * 4 * 4, 16);
+  const Tensor<float> tokens = embed(nn::Unfold({.kernel_size = 4, .stride = 4})(img).transpose(1, 2));
+  CHECK(tokens.shape() == Shape{2, 4, 16});
+  tokens.sum().backward();
+  CHECK(img.grad().shape() == img.shape());
+  CHECK_THROWS_WITH_AS(fold(dl::randn({2, 24, 5})), doctest::Contains("sliding blocks 3 * 2 = 6, but got input.size(2)=5"), dl::Error);
+}
+
 TEST_CASE("InstanceNorm1d/2d/3d: PyTorch's defaults, parameters, running statistics, unbatched input, errors") {
   auto repr = [](const nn::Module& m) {
     std::ostringstream os;

@@ -643,6 +643,22 @@ TEST_CASE("Upsample holder and F::interpolate with libtorch's options") {
   CHECK_THROWS_WITH_AS(F::interpolate(x, F::InterpolateFuncOptions()), "either size or scale_factor should be defined", dl::Error);
 }
 
+TEST_CASE("Unfold and Fold holders and F::unfold / F::fold with libtorch's options") {
+  namespace F = torch::nn::functional;
+  auto x = torch::randn({2, 3, 6, 8});
+  torch::nn::Unfold unfold(torch::nn::UnfoldOptions({2, 4}).stride({2, 4}));
+  CHECK(unfold->options.kernel_size()[1] == 4);
+  auto cols = unfold(x);
+  CHECK(cols.sizes() == dl::Shape{2, 24, 6});
+  CHECK(dl::equal(cols, F::unfold(x, F::UnfoldFuncOptions({2, 4}).stride({2, 4}))));
+  torch::nn::Fold fold(torch::nn::FoldOptions({6, 8}, {2, 4}).stride({2, 4}));
+  CHECK(dl::equal(fold->forward(cols), x));
+  auto overlapping = F::fold(torch::ones({1, 4, 9}), F::FoldFuncOptions({4, 4}, 2).padding(0).dilation(1).stride(1));
+  CHECK(overlapping.sizes() == dl::Shape{1, 1, 4, 4});
+  CHECK(overlapping[0][0][1][1].item<float>() == 4);
+  CHECK(F::unfold(x, F::UnfoldFuncOptions(3).padding(1)).sizes() == dl::Shape{2, 27, 48});
+}
+
 TEST_CASE("InstanceNorm holders and F::instance_norm with libtorch's options") {
   namespace F = torch::nn::functional;
   torch::nn::InstanceNorm2d norm(torch::nn::InstanceNorm2dOptions(3).affine(true).eps(1e-3));

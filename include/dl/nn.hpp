@@ -24,4 +24,5 @@
 #include "nn/pixel_shuffle.hpp"
 #include "nn/pooling.hpp"
 #include "nn/upsample.hpp"
+#include "nn/fold.hpp"
 #include "nn/utils/clip_grad.hpp"

@@ -14,6 +14,10 @@
 #include <thread>
 #include <type_traits>
 
+#if defined(__unix__)
+#include <pthread.h>
+#endif
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -96,10 +100,7 @@ class ThreadTeam {
  public:
   using Job = void (*)(void* ctx, int member);
 
-  static ThreadTeam& instance() {
-    static ThreadTeam* team = new ThreadTeam;
-    return *team;
-  }
+  static ThreadTeam& instance() { return *slot(); }
 
   /// Runs job(ctx, m) for every m in [0, n) concurrently, m = 0 on the calling thread. The job
   /// must not throw. Returns false, running nothing, when another thread's job is running.
@@ -153,6 +154,17 @@ class ThreadTeam {
 
  private:
   ThreadTeam() = default;
+
+  // A child process made by fork() has none of the parent's workers: it gets a new team.
+  static ThreadTeam*& slot() {
+    static ThreadTeam* team = [] {
+#if defined(__unix__)
+      pthread_atfork(nullptr, nullptr, [] { slot() = new ThreadTeam; });
+#endif
+      return new ThreadTeam;
+    }();
+    return team;
+  }
 
   [[noreturn]] void work(int index, uint32_t seen) {
     in_team_slot() = true;

@@ -7,6 +7,7 @@
 #include "functional/activation.hpp"
 #include "functional/batched.hpp"
 #include "functional/conv.hpp"
+#include "functional/fold.hpp"
 #include "functional/interpolate.hpp"
 #include "functional/dropout.hpp"
 #include "functional/linear.hpp"

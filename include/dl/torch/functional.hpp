@@ -173,6 +173,24 @@ struct UpsampleOptions {
   TORCH_ARG(std::optional<bool>, align_corners) = std::nullopt;
 };
 
+/// torch::nn::UnfoldOptions(kernel_size).dilation(..).padding(..).stride(..).
+struct UnfoldOptions {
+  UnfoldOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size) {}  // NOLINT
+  TORCH_ARG(ExpandingArray<2>, kernel_size);
+  TORCH_ARG(ExpandingArray<2>, dilation) = 1;
+  TORCH_ARG(ExpandingArray<2>, padding) = 0;
+  TORCH_ARG(ExpandingArray<2>, stride) = 1;
+};
+/// torch::nn::FoldOptions(output_size, kernel_size).dilation(..).padding(..).stride(..).
+struct FoldOptions {
+  FoldOptions(ExpandingArray<2> output_size, ExpandingArray<2> kernel_size) : output_size_(output_size), kernel_size_(kernel_size) {}
+  TORCH_ARG(ExpandingArray<2>, output_size);
+  TORCH_ARG(ExpandingArray<2>, kernel_size);
+  TORCH_ARG(ExpandingArray<2>, dilation) = 1;
+  TORCH_ARG(ExpandingArray<2>, padding) = 0;
+  TORCH_ARG(ExpandingArray<2>, stride) = 1;
+};
+
 namespace functional {
 
 // Options only the functions take.
@@ -199,6 +217,8 @@ using Dropout1dFuncOptions = DropoutFuncOptions;
 using Dropout2dFuncOptions = DropoutFuncOptions;
 using PixelShuffleFuncOptions = PixelShuffleOptions;
 using PixelUnshuffleFuncOptions = PixelUnshuffleOptions;
+using UnfoldFuncOptions = UnfoldOptions;
+using FoldFuncOptions = FoldOptions;
 /// F::interpolate's options (torch::nn::functional::InterpolateFuncOptions); mode also takes
 /// torch::kArea and torch::kNearestExact.
 struct InterpolateFuncOptions {
@@ -448,6 +468,13 @@ inline Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptio
 inline Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o = {}) {
   return dl::nn::functional::interpolate(input, {o.size().value_or(std::vector<int64_t>{}), o.scale_factor().value_or(std::vector<double>{}),
                                                  o.mode().name, o.align_corners(), o.recompute_scale_factor(), o.antialias()});
+}
+inline Tensor unfold(const Tensor& input, const UnfoldFuncOptions& o) {
+  return dl::nn::functional::unfold(input, o.kernel_size().dl(), o.dilation().dl(), o.padding().dl(), o.stride().dl());
+}
+inline Tensor fold(const Tensor& input, const FoldFuncOptions& o) {
+  return dl::nn::functional::fold(input, o.output_size().dl(), o.kernel_size().dl(), o.dilation().dl(), o.padding().dl(),
+                                  o.stride().dl());
 }
 inline dl::Tensor<int64_t> one_hot(const dl::Tensor<int64_t>& tensor, int64_t num_classes = -1) {
   return dl::nn::functional::one_hot(tensor, num_classes);

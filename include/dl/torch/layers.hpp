@@ -549,6 +549,20 @@ class UpsampleImpl : public dl::nn::Upsample {
   UpsampleOptions options;
 };
 TORCH_MODULE(Upsample);
+class UnfoldImpl : public dl::nn::Unfold {
+ public:
+  explicit UnfoldImpl(const UnfoldOptions& o)
+      : dl::nn::Unfold({o.kernel_size().dl(), o.dilation().dl(), o.padding().dl(), o.stride().dl()}), options(o) {}
+  UnfoldOptions options;
+};
+TORCH_MODULE(Unfold);
+class FoldImpl : public dl::nn::Fold {
+ public:
+  explicit FoldImpl(const FoldOptions& o)
+      : dl::nn::Fold({o.output_size().dl(), o.kernel_size().dl(), o.dilation().dl(), o.padding().dl(), o.stride().dl()}), options(o) {}
+  FoldOptions options;
+};
+TORCH_MODULE(Fold);
 
 // ------------------------------------------------------------------------------ losses
 
