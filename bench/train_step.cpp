@@ -4,7 +4,7 @@
 //  - LeNet-5 (dl::models::lenet5), batch 64,
 // against the same steps in PyTorch (2 threads, its best BLAS setup) run interleaved, round by
 // round, in a child process; medians and ratios (steps per second).
-//   build/bench/bench_train_step [rounds] [--no-torch]
+//   build/bench/bench_train_step [rounds] [--no-torch]      (DL_BENCH_THREADS=n: n threads instead of 2)
 #include <cstdio>
 #include <string>
 #include <vector>
