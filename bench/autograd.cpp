@@ -2,7 +2,6 @@
 // floats with all four inputs trainable, against PyTorch (plain and jemalloc) and a hand-fused
 // C++ forward + backward (one pass writing four gradients), interleaved; peak memory of the step.
 // (2) per-op overhead on tiny tensors: 1000 chained ops on 16 elements, forward and backward.
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -24,17 +23,19 @@ void hand_forward_backward(const float* a, const float* b, const float* c, const
     const __m512 t = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), _mm512_loadu_ps(c + i));
     return _mm512_div_ps(one, _mm512_add_ps(one, bench::exp512(_mm512_sub_ps(_mm512_setzero_ps(), t))));
   };
-#pragma omp parallel for num_threads(2) schedule(static)
-  for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(sigmoid(i), _mm512_loadu_ps(d + i)));
-#pragma omp parallel for num_threads(2) schedule(static)
-  for (int64_t i = 0; i < n; i += 16) {
-    const __m512 s = sigmoid(i);
-    const __m512 t = _mm512_mul_ps(_mm512_loadu_ps(d + i), _mm512_mul_ps(s, _mm512_sub_ps(one, s)));
-    _mm512_storeu_ps(ga + i, _mm512_mul_ps(t, _mm512_loadu_ps(b + i)));
-    _mm512_storeu_ps(gb + i, _mm512_mul_ps(t, _mm512_loadu_ps(a + i)));
-    _mm512_storeu_ps(gc + i, t);
-    _mm512_storeu_ps(gd + i, s);
-  }
+  bench::static_halves(n, 16, [&](int64_t, int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(sigmoid(i), _mm512_loadu_ps(d + i)));
+  });
+  bench::static_halves(n, 16, [&](int64_t, int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; i += 16) {
+      const __m512 s = sigmoid(i);
+      const __m512 t = _mm512_mul_ps(_mm512_loadu_ps(d + i), _mm512_mul_ps(s, _mm512_sub_ps(one, s)));
+      _mm512_storeu_ps(ga + i, _mm512_mul_ps(t, _mm512_loadu_ps(b + i)));
+      _mm512_storeu_ps(gb + i, _mm512_mul_ps(t, _mm512_loadu_ps(a + i)));
+      _mm512_storeu_ps(gc + i, t);
+      _mm512_storeu_ps(gd + i, s);
+    }
+  });
 }
 
 double rss_mib() {  // current resident set size

@@ -2,7 +2,6 @@
 // dl's fused expression against a hand-written fused AVX-512 loop and against PyTorch eager
 // (plain and with jemalloc), measured interleaved. Prints medians and ratios.
 #include <immintrin.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -16,29 +15,28 @@ namespace {
 
 #if defined(__AVX512F__)
 void hand_fused(const float* a, const float* b, const float* c, const float* d, float* y, int64_t n) {
-#pragma omp parallel for num_threads(2) schedule(static)
-  for (int64_t i = 0; i < n; i += 16) {
-    const __m512 t = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), _mm512_loadu_ps(c + i));
-    const __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), bench::exp512(_mm512_sub_ps(_mm512_setzero_ps(), t))));
-    _mm512_storeu_ps(y + i, _mm512_mul_ps(s, _mm512_loadu_ps(d + i)));
-  }
+  bench::static_halves(n, 16, [&](int64_t, int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; i += 16) {
+      const __m512 t = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), _mm512_loadu_ps(c + i));
+      const __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), bench::exp512(_mm512_sub_ps(_mm512_setzero_ps(), t))));
+      _mm512_storeu_ps(y + i, _mm512_mul_ps(s, _mm512_loadu_ps(d + i)));
+    }
+  });
 }
 
 float hand_sum(const float* a, int64_t n) {
-  float total = 0;
-#pragma omp parallel num_threads(2) reduction(+ : total)
-  {
+  float part_sum[2] = {0, 0};
+  bench::static_halves(n, 64, [&](int64_t part, int64_t lo, int64_t hi) {
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; i += 64) {
+    for (int64_t i = lo; i < hi; i += 64) {
       s0 = _mm512_add_ps(s0, _mm512_loadu_ps(a + i));
       s1 = _mm512_add_ps(s1, _mm512_loadu_ps(a + i + 16));
       s2 = _mm512_add_ps(s2, _mm512_loadu_ps(a + i + 32));
       s3 = _mm512_add_ps(s3, _mm512_loadu_ps(a + i + 48));
     }
-    total += _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-  }
-  return total;
+    part_sum[part] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  });
+  return part_sum[0] + part_sum[1];
 }
 #endif
 
