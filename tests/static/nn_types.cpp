@@ -6,6 +6,10 @@
 
 namespace nn = dl::nn;
 
+struct NoForward : nn::Module {
+  DL_MODULE(NoForward)
+};
+
 int main() {
   // std::span's convention: static sizes, run-time sizes (deduced or empty arguments), and the
   // static form is-a run-time form.
@@ -31,8 +35,12 @@ int main() {
   // A module call materialises lazy results: modules hand out tensors.
   static_assert(std::is_same_v<decltype(std::declval<nn::ReLU&>()(std::declval<dl::Tensor<float>>())), dl::Tensor<float>>);
   static_assert(std::is_same_v<decltype(std::declval<Mlp&>()(std::declval<dl::Tensor<float>>())), dl::Tensor<float>>);
-  // ...and is not callable with arguments forward does not take (a clean "no match" error).
+  // ...and is not callable with arguments forward does not take, or without a forward (the call
+  // operator chosen then is deleted: tests/static/module_forward_errors.cpp checks its message).
   static_assert(!std::is_invocable_v<nn::Linear<>&, int>);
   static_assert(!std::is_invocable_v<nn::Embedding<>&, dl::Tensor<float>>);
+  static_assert(std::is_invocable_v<nn::Embedding<>&, dl::Tensor<int64_t>>);
+  static_assert(!std::is_invocable_v<NoForward&, dl::Tensor<float>>);
+  static_assert(!std::is_invocable_v<NoForward&>);
   return 0;
 }

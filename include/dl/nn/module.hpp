@@ -304,7 +304,9 @@ std::ostream& operator<<(std::ostream& os, const Module& m);
   auto operator()(DlArgs&&... dl_args)                                                              \
       -> decltype(::dl::nn::detail::call_module(*this, std::forward<DlArgs>(dl_args)...)) {         \
     return ::dl::nn::detail::call_module(*this, std::forward<DlArgs>(dl_args)...);                  \
-  }
+  }                                                                                                 \
+  template <class... DlArgs>                                                                        \
+  auto operator()(DlArgs&&...) -> ::dl::nn::detail::no_forward_for<decltype(*this), DlArgs...> = delete;
 
 /// Declares a module's buffers (dl::Tensor members that are state, not parameters: running
 /// statistics, counters). They are saved in state_dict and moved by to(), but not trained.
@@ -392,8 +394,22 @@ struct module_result<R, true> {
 template <class R>
 using module_result_t = typename module_result<std::remove_cvref_t<R>>::type;
 
-/// DL_MODULE's call operator: forward, with the hooks when there are any. Not callable (a clean
-/// "no match" error at the call site) when forward does not take these arguments.
+/// What calling a module returns when it has no forward, or none that takes these arguments:
+/// DL_MODULE's second call operator is deleted and returns this type, so the compiler's first
+/// error names the mistake and the argument types: "use of deleted function
+/// 'dl::nn::detail::module_has_no_forward_taking_these_arguments Net::operator()(DlArgs&& ...)
+/// [with DlArgs = {dl::Tensor<float>&}]'" (declare `forward` with those parameters, or convert the
+/// argument: an Embedding's forward takes Tensor<int64_t>). A deleted overload rather than a
+/// static_assert: `std::is_invocable_v<Net, X>` stays false, which AnyModule's check relies on.
+struct module_has_no_forward_taking_these_arguments {};
+template <class M, class... Args>
+inline constexpr bool has_forward = requires(M& m, Args&&... a) { m.forward(std::forward<Args>(a)...); };
+template <class Self, class... Args>
+using no_forward_for =
+    std::enable_if_t<!has_forward<std::remove_reference_t<Self>, Args...>, module_has_no_forward_taking_these_arguments>;
+
+/// DL_MODULE's call operator: forward, with the hooks when there are any. Not callable when
+/// forward does not take these arguments (the deleted overload above is chosen instead).
 template <class M, class... Args>
 auto call_module(M& self, Args&&... args) -> module_result_t<decltype(self.forward(std::forward<Args>(args)...))> {
   using R = module_result_t<decltype(self.forward(std::forward<Args>(args)...))>;
