@@ -18,14 +18,17 @@ inline constexpr int kNumScalarTypes = int(ScalarType::BFloat16) + 1;
 
 /// The element types of dl::Tensor<T>: float, double, int32_t, int64_t, uint8_t, bool, dl::Half,
 /// dl::BFloat16.
+/// (The comment on a concept's line is what the compiler quotes when the constraint fails.)
 template <class T>
-concept scalar_type = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                      std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
-                      std::is_same_v<T, uint8_t> || std::is_same_v<T, bool> || half_float<T>;
+inline constexpr bool is_element_type_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                          std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+                                          std::is_same_v<T, uint8_t> || std::is_same_v<T, bool> || half_float<T>;
+template <class T>
+concept scalar_type = is_element_type_v<T>;  // requires a tensor element type: float, double, int32_t, int64_t, uint8_t, bool, dl::Half or dl::BFloat16
 
 /// Floating element types (torch.is_floating_point): float, double, dl::Half, dl::BFloat16.
 template <class T>
-concept floating_scalar = std::is_same_v<T, float> || std::is_same_v<T, double> || half_float<T>;
+concept floating_scalar = std::is_same_v<T, float> || std::is_same_v<T, double> || half_float<T>;  // requires a floating element type (float, double, dl::Half, dl::BFloat16); convert integer tensors with .to<float>()
 
 /// float and double: the floating types that the SIMD loops, BLAS and LAPACK take directly.
 template <class T>

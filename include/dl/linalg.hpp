@@ -41,7 +41,7 @@ namespace dl::linalg {
 
 /// The element types LAPACK serves: float and double.
 template <class T>
-concept lapack_scalar = std::same_as<T, float> || std::same_as<T, double>;
+concept lapack_scalar = std::same_as<T, float> || std::same_as<T, double>;  // requires a float or double tensor (LAPACK's types); convert others with .to<float>() or .to<double>()
 
 template <class T>
 struct SlogdetResult {

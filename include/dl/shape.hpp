@@ -20,10 +20,10 @@ namespace detail {
 /// Contiguous integers with data() and size(): std::vector<int64_t>, std::array<int, 2>, std::span...
 template <class R>
 concept integer_array = requires(const R& r) {
-  { std::size(r) } -> std::convertible_to<size_t>;
-  requires std::is_pointer_v<decltype(std::data(r))>;
-  requires std::is_integral_v<std::remove_cvref_t<decltype(*std::data(r))>>;
-  requires !std::is_same_v<std::remove_cvref_t<decltype(*std::data(r))>, bool>;
+  { std::size(r) } -> std::convertible_to<size_t>;                                   // a shape needs contiguous integers: {2, 3}, std::vector<int64_t>, std::array<int, 2>
+  requires std::is_pointer_v<decltype(std::data(r))>;                                // a shape needs contiguous integers: {2, 3}, std::vector<int64_t>, std::array<int, 2>
+  requires std::is_integral_v<std::remove_cvref_t<decltype(*std::data(r))>>;         // a shape needs integers: {2, 3}, std::vector<int64_t>, std::array<int, 2>
+  requires !std::is_same_v<std::remove_cvref_t<decltype(*std::data(r))>, bool>;      // a shape needs integers, not bools
 };
 }  // namespace detail
 

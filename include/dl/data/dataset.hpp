@@ -27,8 +27,8 @@ namespace dl::data {
 /// (DataLoader workers do).
 template <class D>
 concept dataset = requires(const D& d, int64_t i) {
-  { d.size() } -> std::convertible_to<int64_t>;
-  d.get(i);
+  { d.size() } -> std::convertible_to<int64_t>;  // a dataset needs `int64_t size() const`, the number of samples
+  d.get(i);                                      // a dataset needs `Sample get(int64_t i) const` (const: DataLoader's workers call it at once)
 };
 
 /// The sample type of a dataset.

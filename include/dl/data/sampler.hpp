@@ -23,15 +23,15 @@ namespace dl::data {
 /// (random samplers advance their generator, as iterating a PyTorch sampler does).
 template <class S>
 concept sampler = requires(S& s, const S& cs) {
-  { cs.size() } -> std::convertible_to<int64_t>;
-  { s.indices() } -> std::same_as<std::vector<int64_t>>;
+  { cs.size() } -> std::convertible_to<int64_t>;          // a sampler needs `int64_t size() const`, the indices per epoch
+  { s.indices() } -> std::same_as<std::vector<int64_t>>;  // a sampler needs `std::vector<int64_t> indices()`, the next epoch's order
 };
 
 /// A batch sampler: size() batches per epoch; batches() returns the next epoch's batches.
 template <class S>
 concept batch_sampler = requires(S& s, const S& cs) {
-  { cs.size() } -> std::convertible_to<int64_t>;
-  { s.batches() } -> std::same_as<std::vector<std::vector<int64_t>>>;
+  { cs.size() } -> std::convertible_to<int64_t>;                       // a batch sampler needs `int64_t size() const`, the batches per epoch
+  { s.batches() } -> std::same_as<std::vector<std::vector<int64_t>>>;  // a batch sampler needs `std::vector<std::vector<int64_t>> batches()`, the next epoch's batches
 };
 
 // ------------------------------------------------------------------------------ declarations
@@ -109,9 +109,14 @@ class WeightedRandomSampler {
 class AnySampler {
  public:
   AnySampler() = default;
-  template <sampler S>
+  /// Any sampler (a static_assert names what a type lacks, where a constraint would only say
+  /// "no known conversion").
+  template <class S>
     requires(!std::same_as<std::remove_cvref_t<S>, AnySampler>)
-  AnySampler(S s) : self_(std::make_shared<Model<S>>(std::move(s))) {}
+  AnySampler(S s) {
+    static_assert(sampler<S>, "a sampler needs `int64_t size() const` (indices per epoch) and `std::vector<int64_t> indices()` (the next epoch's order); a sampler of batches goes in .batch_sampler");
+    if constexpr (sampler<S>) self_ = std::make_shared<Model<S>>(std::move(s));
+  }
   explicit operator bool() const { return bool(self_); }
   int64_t size() const;
   std::vector<int64_t> indices();
@@ -152,9 +157,13 @@ class BatchSampler {
 class AnyBatchSampler {
  public:
   AnyBatchSampler() = default;
-  template <batch_sampler S>
+  /// Any batch sampler (a static_assert names what a type lacks).
+  template <class S>
     requires(!std::same_as<std::remove_cvref_t<S>, AnyBatchSampler>)
-  AnyBatchSampler(S s) : self_(std::make_shared<Model<S>>(std::move(s))) {}
+  AnyBatchSampler(S s) {
+    static_assert(batch_sampler<S>, "a batch sampler needs `int64_t size() const` (batches per epoch) and `std::vector<std::vector<int64_t>> batches()` (the next epoch's batches); a sampler of indices goes in .sampler or BatchSampler(sampler, batch_size, drop_last)");
+    if constexpr (batch_sampler<S>) self_ = std::make_shared<Model<S>>(std::move(s));
+  }
   explicit operator bool() const { return bool(self_); }
   int64_t size() const;
   std::vector<std::vector<int64_t>> batches();

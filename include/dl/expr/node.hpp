@@ -91,16 +91,19 @@ template <class E>
 concept node = is_leaf_v<std::remove_cvref_t<E>> || is_scalar_node_v<std::remove_cvref_t<E>> ||
                is_apply_v<std::remove_cvref_t<E>>;
 
-/// A tensor or a lazy elementwise expression: what elementwise functions accept.
+/// A tensor or a lazy elementwise expression: what elementwise functions accept. When a call does
+/// not match, the compiler quotes the line of the constraint that failed: the comment on it is the
+/// requirement in one sentence (the same for every concept users meet; tests/static/concept_errors.cpp).
 template <class E>
-concept expression = is_tensor_v<std::remove_cvref_t<E>> || node<E>;
+concept expression = is_tensor_v<std::remove_cvref_t<E>> || node<E>;  // requires a dl::Tensor or an expression of tensors (a * b + 1); from a std::vector: dl::tensor(v)
 
 /// A number that can take part in an expression beside a tensor.
 template <class S>
-concept number = std::is_arithmetic_v<std::remove_cvref_t<S>> || half_float<std::remove_cvref_t<S>>;
+concept number = std::is_arithmetic_v<std::remove_cvref_t<S>> || half_float<std::remove_cvref_t<S>>;  // requires a C++ number (int, float, double, dl::Half, ...)
 
+/// An argument of an elementwise operator or function: a tensor, an expression or a number.
 template <class E>
-concept operand = expression<E> || number<E>;
+concept operand = expression<E> || number<E>;  // requires a dl::Tensor, an expression of tensors (a * b + 1) or a number; from a std::vector: dl::tensor(v)
 
 template <class E>
 using value_type_t = typename std::remove_cvref_t<E>::value_type;

@@ -113,13 +113,13 @@ Tensor<T> philox_on_device(RandomKind kind, const Shape& shape, Device device, G
 // else on the host and copied). randperm is sequential (Fisher-Yates): drawn on the host.
 template <scalar_type T = float>
 Tensor<T> rand(Shape shape, Device device, Generator* gen = nullptr) {
-  static_assert(floating_scalar<T>, "uniform_ needs a floating tensor");
+  static_assert(floating_scalar<T>, "rand / uniform_ make floating tensors (float, double, dl::Half, dl::BFloat16); random integers: dl::randint");
   if (auto t = detail::philox_on_device<T>(detail::RandomKind::Uniform, shape, device, gen, 0.0, 1.0); t.defined()) return t;
   return rand<T>(shape, gen).to(device);
 }
 template <scalar_type T = float>
 Tensor<T> randn(Shape shape, Device device, Generator* gen = nullptr) {
-  static_assert(floating_scalar<T>, "normal_ needs a floating tensor");
+  static_assert(floating_scalar<T>, "randn / normal_ make floating tensors (float, double, dl::Half, dl::BFloat16); random integers: dl::randint");
   if (auto t = detail::philox_on_device<T>(detail::RandomKind::Normal, shape, device, gen, 0.0, 1.0); t.defined()) return t;
   return randn<T>(shape, gen).to(device);
 }
@@ -262,7 +262,7 @@ Tensor<T> eye(int64_t n, int64_t m) {
 namespace detail {
 template <class T>
 void fill_uniform(T* p, int64_t n, double from, double to, Generator* gen) {
-  static_assert(floating_scalar<T>, "uniform_ needs a floating tensor");
+  static_assert(floating_scalar<T>, "rand / uniform_ make floating tensors (float, double, dl::Half, dl::BFloat16); random integers: dl::randint");
   const double range = to - from;
   if constexpr (std::is_same_v<T, float>) {
     philox_fill(gen, n, 4, [&](int64_t i, const uint32_t* w) { p[i] = float(from + range * uniform_float(w[0])); });
@@ -272,7 +272,7 @@ void fill_uniform(T* p, int64_t n, double from, double to, Generator* gen) {
 }
 template <class T>
 void fill_normal(T* p, int64_t n, double mean, double std, Generator* gen) {
-  static_assert(floating_scalar<T>, "normal_ needs a floating tensor");
+  static_assert(floating_scalar<T>, "randn / normal_ make floating tensors (float, double, dl::Half, dl::BFloat16); random integers: dl::randint");
   // Box-Muller: each pair of uniforms gives two normals.
   const int64_t pairs = (n + 1) / 2;
   auto emit = [&](int64_t i, double u1, double u2) {
