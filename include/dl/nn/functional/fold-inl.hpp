@@ -3,6 +3,7 @@
 // mode (see DL_HEADER_ONLY in dl/config.hpp).
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "fold.hpp"
@@ -74,6 +75,12 @@ DL_API FoldPlan fold_plan(bool fold, const Shape& input, Size2 output_size, Size
         for (int64_t bj = 0; bj < plan.blocks_w; ++bj)
           *out++ = (bi * s.h + ki * d.h) * plan.padded_w + bj * s.w + kj * d.w;
   return plan;
+}
+
+DL_API Tensor<int64_t> plan_index(const FoldPlan& plan, Device device) {
+  Tensor<int64_t> index = empty<int64_t>({int64_t(plan.index.size())});
+  std::copy(plan.index.begin(), plan.index.end(), index.data());
+  return device.is_cpu() ? index : index.to(device);
 }
 
 }  // namespace dl::nn::functional::detail

@@ -37,6 +37,8 @@ struct FoldPlan {
 /// or [C*kh*kw, L]); `output_size` is fold's (ignored by unfold).
 DL_API FoldPlan fold_plan(bool fold, const Shape& input, Size2 output_size, Size2 kernel_size, Size2 dilation,
                           Size2 padding, Size2 stride);
+/// The plan's positions as an int64 tensor on `device` (index_select's / index_add's index).
+DL_API Tensor<int64_t> plan_index(const FoldPlan& plan, Device device);
 
 }  // namespace detail
 
@@ -53,11 +55,9 @@ Tensor<T> unfold(const E& input, Size2 kernel_size, Size2 dilation = 1, Size2 pa
   const int64_t N = x.shape()[0], C = x.shape()[1], K = kernel_size.h * kernel_size.w;
   const int64_t L = plan.blocks_h * plan.blocks_w;
   const Tensor<T> padded = padding == Size2(0) ? x : pad(x, {padding.w, padding.w, padding.h, padding.h});
-  Tensor<int64_t> index = empty<int64_t>({K * L});
-  std::copy(plan.index.begin(), plan.index.end(), index.data());
-  const Tensor<T> cols = index_select(padded.reshape({N, C, plan.padded_h * plan.padded_w}), 2,
-                                      x.is_cpu() ? index : index.to(x.device()))
-                             .reshape({N, C * K, L});
+  const Tensor<T> cols =
+      index_select(padded.reshape({N, C, plan.padded_h * plan.padded_w}), 2, detail::plan_index(plan, x.device()))
+          .reshape({N, C * K, L});
   return x0.dim() == 4 ? cols : cols.squeeze(0);
 }
 
@@ -73,10 +73,8 @@ Tensor<T> fold(const E& input, Size2 output_size, Size2 kernel_size, Size2 dilat
   const Tensor<T> x = x0.dim() == 3 ? x0 : x0.unsqueeze(0);
   const int64_t N = x.shape()[0], K = kernel_size.h * kernel_size.w, C = x.shape()[1] / K;
   const int64_t L = plan.blocks_h * plan.blocks_w;
-  Tensor<int64_t> index = empty<int64_t>({K * L});
-  std::copy(plan.index.begin(), plan.index.end(), index.data());
   Tensor<T> image = index_add(zeros<T>({N, C, plan.padded_h * plan.padded_w}, x.device()), 2,
-                              x.is_cpu() ? index : index.to(x.device()), x.reshape({N, C, K * L}))
+                              detail::plan_index(plan, x.device()), x.reshape({N, C, K * L}))
                         .reshape({N, C, plan.padded_h, plan.padded_w});
   if (!(padding == Size2(0)))
     image = image.narrow(2, padding.h, output_size.h).narrow(3, padding.w, output_size.w).contiguous();
