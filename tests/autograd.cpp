@@ -150,6 +150,57 @@ TEST_CASE("gradcheck: reductions, views, indexing") {
   }
 }
 
+TEST_CASE("split, chunk and unbind share one backward node (one pass, however many pieces)") {
+  dl::manual_seed(6);
+  const auto x = rnd({5, 4}), z = rnd({2, 3, 4});
+  CHECK(ag::gradcheck([](auto& v) {
+    auto p = v[0].split(2, 0);  // pieces of 2, 2, 1 rows
+    return dl::cat<double>({p[2] * 3.0, dl::sin(p[0]), p[1] * p[1]}, 0);
+  }, {x}));
+  CHECK(ag::gradcheck([](auto& v) { return v[0].split(std::vector<int64_t>{1, 0, 3}, 1)[2] * 2.0; }, {x}));  // pieces without gradient
+  CHECK(ag::gradcheck([](auto& v) {
+    auto p = v[0].chunk(2, 2);
+    return Tensor<double>(dl::tanh(p[0]) * p[1]);
+  }, {z}));
+  CHECK(ag::gradcheck([](auto& v) {
+    auto p = v[0].unbind(1);
+    return Tensor<double>(p[0] * p[2] + p[1]);
+  }, {z}));
+  CHECK(ag::gradgradcheck([](auto& v) {
+    auto p = v[0].chunk(2, 1);
+    return Tensor<double>(dl::sin(p[0]) * p[1] * p[1]);
+  }, {x}));
+  CHECK(ag::gradgradcheck([](auto& v) {
+    auto p = v[0].unbind(0);
+    return Tensor<double>(p[0] * p[1] * dl::exp(p[1]));
+  }, {z}));
+
+  Tensor<float> a = dl::arange<float>(0, 12).reshape({3, 4}).requires_grad_();
+  auto parts = a.chunk(3, 0);
+  REQUIRE(parts.size() == 3);
+  CHECK(parts[0].grad_fn() == parts[2].grad_fn());
+  CHECK(parts[0].grad_fn()->name() == "SplitBackward");
+  CHECK(parts[2].output_nr() == 2);
+  CHECK(a.split(std::vector<int64_t>{1, 2})[0].grad_fn()->name() == "SplitWithSizesBackward");
+  CHECK(a.unbind(1)[3].grad_fn()->name() == "UnbindBackward");
+  Tensor<float>(parts[1].sum() * 2.0f).backward();  // pieces 0 and 2 got no gradient: zeros there
+  CHECK(dl::equal(a.grad(), dl::tensor<float>({{0, 0, 0, 0}, {2, 2, 2, 2}, {0, 0, 0, 0}})));
+  CHECK(parts[1].data_ptr() == a.data_ptr() + 4);
+
+  SUBCASE("a piece changed in place: the base's history covers it") {
+    Tensor<float> w = dl::ones({2, 3}).requires_grad_();
+    Tensor<float> y = w * 1.0f;
+    auto rows = y.unbind(0);
+    rows[0].mul_(4.0f);
+    Tensor<float>(rows[0].sum() + rows[1].sum() + y.sum()).backward();
+    CHECK(dl::equal(w.grad(), dl::tensor<float>({{8, 8, 8}, {2, 2, 2}})));
+  }
+  SUBCASE("without grad mode the pieces record nothing") {
+    dl::NoGradGuard no_grad;
+    CHECK(!a.split(1, 0)[0].requires_grad());
+  }
+}
+
 TEST_CASE("second derivatives") {
   auto x = ref::tensor<double>("gg.x").requires_grad_();
   Tensor<double> y = dl::sum(dl::sin(x) * x);

@@ -23,31 +23,31 @@ inline const char* mode_name(RnnMode m) {
 }  // namespace
 
 /// One step of a cell: gi = x W_ih^T + b_ih (already computed for all steps), h and c the state.
-/// Returns (h', c'); c' is undefined except for LSTM. The gate arithmetic is fused expressions.
+/// Returns (h', c'); c' is undefined except for LSTM. For RNN and LSTM the caller may fold b_hh
+/// into gi and pass it undefined: the hidden projection is then one GEMM accumulating onto gi
+/// (addmm), the gates one split of its result, and the gate arithmetic fused expressions.
 inline std::pair<Tensor<float>, Tensor<float>> cell_step(RnnMode mode, const Tensor<float>& gi, const Tensor<float>& h,
                                                          const Tensor<float>& c, const Tensor<float>& w_hh,
                                                          const Tensor<float>& b_hh, const Tensor<float>& w_hr) {
-  const int64_t hs = w_hh.size(0) / gate_count(mode);
-  Tensor<float> gh = functional::linear(h, w_hh, b_hh);
-  switch (mode) {
-    case RnnMode::tanh: return {Tensor<float>(dl::tanh(gi + gh)), {}};
-    case RnnMode::relu: return {Tensor<float>(dl::relu(gi + gh)), {}};
-    case RnnMode::lstm: {
-      auto g = [&](const Tensor<float>& t, int64_t k) { return t.narrow(1, k * hs, hs); };
-      Tensor<float> c_new = dl::sigmoid(g(gi, 1) + g(gh, 1)) * c + dl::sigmoid(g(gi, 0) + g(gh, 0)) * dl::tanh(g(gi, 2) + g(gh, 2));
-      Tensor<float> h_new = dl::sigmoid(g(gi, 3) + g(gh, 3)) * dl::tanh(c_new);
-      if (w_hr.defined()) h_new = functional::linear(h_new, w_hr);
-      return {h_new, c_new};
-    }
-    case RnnMode::gru: {
-      auto g = [&](const Tensor<float>& t, int64_t k) { return t.narrow(1, k * hs, hs); };
-      Tensor<float> r = dl::sigmoid(g(gi, 0) + g(gh, 0));
-      Tensor<float> z = dl::sigmoid(g(gi, 1) + g(gh, 1));
-      Tensor<float> n = dl::tanh(g(gi, 2) + r * g(gh, 2));
-      return {Tensor<float>((1.0f - z) * n + z * h), {}};
-    }
+  if (mode == RnnMode::gru) {  // the new gate reads r * (h W_hn^T + b_hn): gh stays apart
+    const Tensor<float> gh = functional::linear(h, w_hh, b_hh);
+    const std::vector<Tensor<float>> i = gi.chunk(3, 1), g = gh.chunk(3, 1);
+    Tensor<float> r = dl::sigmoid(i[0] + g[0]);
+    Tensor<float> z = dl::sigmoid(i[1] + g[1]);
+    Tensor<float> n = dl::tanh(i[2] + r * g[2]);
+    return {Tensor<float>((1.0f - z) * n + z * h), {}};
   }
-  return {};
+  const Tensor<float> pre = b_hh.defined() ? dl::addmm(gi + b_hh, h, w_hh.t()) : dl::addmm(gi, h, w_hh.t());
+  switch (mode) {
+    case RnnMode::tanh: return {Tensor<float>(dl::tanh(pre)), {}};
+    case RnnMode::relu: return {Tensor<float>(dl::relu(pre)), {}};
+    default: break;
+  }
+  const std::vector<Tensor<float>> g = pre.chunk(4, 1);  // input, forget, cell, output
+  Tensor<float> c_new = dl::sigmoid(g[1]) * c + dl::sigmoid(g[0]) * dl::tanh(g[2]);
+  Tensor<float> h_new = dl::sigmoid(g[3]) * dl::tanh(c_new);
+  if (w_hr.defined()) h_new = functional::linear(h_new, w_hr);
+  return {h_new, c_new};
 }
 
 DL_API RNNBase::RNNBase(RnnMode mode, int64_t input_size_, int64_t hidden_size_, int64_t num_layers_, bool bias_, bool batch_first_,
@@ -115,8 +115,6 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
   const int64_t steps_n = int64_t(batch_sizes.size());
   const std::vector<Tensor<float>> params = parameters(false);
   const size_t per = 2 + (bias ? 2 : 0) + (proj_size > 0 ? 1 : 0);
-  std::vector<int64_t> offsets(batch_sizes.size() + 1, 0);
-  for (size_t t = 0; t < batch_sizes.size(); ++t) offsets[t + 1] = offsets[t] + batch_sizes[t];
   std::vector<Tensor<float>> h_n, c_n;
   Tensor<float> layer_in = data;
   for (int64_t layer = 0; layer < num_layers; ++layer) {
@@ -125,11 +123,13 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
       const size_t base = size_t(layer * dirs + d) * per;
       const Tensor<float>& w_ih = params[base];
       const Tensor<float>& w_hh = params[base + 1];
-      const Tensor<float> b_ih = bias ? params[base + 2] : Tensor<float>();
-      const Tensor<float> b_hh = bias ? params[base + 3] : Tensor<float>();
       const Tensor<float> w_hr = proj_size > 0 ? params[base + per - 1] : Tensor<float>();
-      // The input projection of every step at once: one GEMM [N, in] x [in, G*H].
-      Tensor<float> gi = functional::linear(layer_in, w_ih, b_ih);
+      // The input projection of every step at once: one GEMM [N, in] x [in, G*H], with b_hh folded
+      // in except for GRU; then one split into the steps (one backward pass for all of them).
+      const bool fold = bias && mode_ != RnnMode::gru;
+      const Tensor<float> b_ih = !bias ? Tensor<float>() : fold ? Tensor<float>(params[base + 2] + params[base + 3]) : params[base + 2];
+      const Tensor<float> b_hh = bias && !fold ? params[base + 3] : Tensor<float>();
+      const std::vector<Tensor<float>> gi = functional::linear(layer_in, w_ih, b_ih).split(batch_sizes, 0);
       const Tensor<float> h0 = h_init.select(0, layer * dirs + d), c0 = lstm ? c_init.select(0, layer * dirs + d) : Tensor<float>();
       std::vector<Tensor<float>> outs(static_cast<size_t>(steps_n));
       Tensor<float> h, c;
@@ -154,7 +154,7 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
             }
             rows = bs;
           }
-          auto [hn, cn] = cell_step(mode_, gi.narrow(0, offsets[size_t(t)], bs), h, c, w_hh, b_hh, w_hr);
+          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr);
           h = hn;
           c = cn;
           outs[size_t(t)] = h;
@@ -183,7 +183,7 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
             }
             rows = bs;
           }
-          auto [hn, cn] = cell_step(mode_, gi.narrow(0, offsets[size_t(t)], bs), h, c, w_hh, b_hh, w_hr);
+          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr);
           h = hn;
           c = cn;
           outs[size_t(t)] = h;

@@ -166,6 +166,75 @@ Tensor<T> embed_slice(const Tensor<T>& g, const Shape& in, int dim, int64_t star
   return out;
 }
 
+/// Backward of the backward of split/chunk/unbind: the input gradient cut back into the pieces.
+template <class T>
+class SplitBackwardBackward : public autograd::Node {
+ public:
+  SplitBackwardBackward(int dim, std::vector<int64_t> sizes, bool squeezed) : dim_(dim), sizes_(std::move(sizes)), squeezed_(squeezed) {}
+  std::string name() const override { return "SplitBackwardBackward"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    const Tensor<T> grad(g[0]);
+    std::vector<TensorImplPtr> out;
+    int64_t start = 0;
+    for (int64_t n : sizes_) {
+      Tensor<T> piece = grad.narrow(dim_, start, n);
+      out.push_back((squeezed_ ? piece.squeeze(dim_) : piece).impl());
+      start += n;
+    }
+    return out;
+  }
+
+ private:
+  int dim_;
+  std::vector<int64_t> sizes_;
+  bool squeezed_;
+};
+
+/// Backward of split/chunk/unbind (PyTorch's SplitBackward0, SplitWithSizesBackward0,
+/// UnbindBackward0): one node for all the pieces, whose gradients are laid side by side in one
+/// tensor of the input's shape (zeros only where a piece got none). One pass over the input
+/// however many pieces there are; narrow per piece would build and add a full-size gradient per
+/// piece, quadratic in their number (an RNN's per-step slices of its input projection).
+template <class T>
+class SplitBackward : public autograd::Node {
+ public:
+  SplitBackward(std::string name, Shape in, Device device, int dim, std::vector<int64_t> sizes, bool squeezed)
+      : name_(std::move(name)), in_(in), device_(device), dim_(dim), sizes_(std::move(sizes)), squeezed_(squeezed) {}
+  std::string name() const override { return name_; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    g.resize(sizes_.size());
+    const bool all = std::all_of(g.begin(), g.end(), [](const TensorImplPtr& p) { return bool(p); });
+    Tensor<T> out = all ? empty<T>(in_, device_) : zeros<T>(in_, device_);
+    bool graph = false;
+    {
+      NoGradGuard no_grad;
+      int64_t start = 0;
+      for (size_t i = 0; i < sizes_.size(); ++i) {
+        if (g[i]) {
+          const Tensor<T> piece(g[i]);
+          out.narrow(dim_, start, sizes_[i]).copy_(squeezed_ ? piece.unsqueeze(dim_) : piece);
+          graph = graph || autograd::detail::requires_grad(*g[i]);
+        }
+        start += sizes_[i];
+      }
+    }
+    if (graph && autograd::is_grad_enabled()) {  // create_graph: the result's backward cuts it again
+      auto node = std::make_shared<SplitBackwardBackward<T>>(dim_, sizes_, squeezed_);
+      for (const TensorImplPtr& p : g) node->mutable_next_edges().push_back(p ? autograd::gradient_edge(p) : autograd::Edge{});
+      autograd::set_history(out, node);
+    }
+    return {out.impl()};
+  }
+
+ private:
+  std::string name_;
+  Shape in_;
+  Device device_;
+  int dim_;
+  std::vector<int64_t> sizes_;
+  bool squeezed_;
+};
+
 /// Where a tensor's elements lie in its storage.
 struct Geometry {
   Shape shape;
@@ -335,6 +404,39 @@ Tensor<T> make_view(const Tensor<T>& src, const Shape& shape, const Strides& str
     autograd::set_history(v, node);
   }
   return v;
+}
+
+/// Views of src cut along dim into pieces of `sizes` (each squeezed away for unbind), sharing one
+/// SplitBackward as their grad_fn (piece i is its output i).
+template <class T>
+std::vector<Tensor<T>> split_views(const Tensor<T>& src, int dim, std::vector<int64_t> sizes, bool squeezed, const char* name) {
+  std::shared_ptr<autograd::Node> node;
+  if (autograd::any_requires_grad(src)) {
+    node = std::make_shared<SplitBackward<T>>(name, src.shape(), src.device(), dim, sizes, squeezed);
+    node->mutable_next_edges().push_back(autograd::gradient_edge(src.impl()));
+  }
+  const TensorImplPtr base = floating_scalar<T> && autograd::is_grad_enabled()
+                                 ? (src.impl()->view_base ? src.impl()->view_base : src.impl())
+                                 : nullptr;
+  std::vector<Tensor<T>> out;
+  out.reserve(sizes.size());
+  int64_t start = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Shape s = src.shape();
+    Strides st = src.strides();
+    if (squeezed) {
+      s.erase(dim);
+      st.erase(dim);
+    } else {
+      s[dim] = sizes[i];
+    }
+    Tensor<T> v(view_impl(src.impl(), s, st, src.storage_offset() + start * src.strides()[dim]));
+    if (base) v.impl()->view_base = base;
+    if (node) autograd::set_history(v, node, uint32_t(i));
+    out.push_back(std::move(v));
+    start += sizes[i];
+  }
+  return out;
 }
 
 }  // namespace detail
@@ -723,10 +825,10 @@ std::vector<Tensor<T>> Tensor<T>::split(int64_t split_size, int64_t dim) const {
   const int d = wrap_dim(dim, this->dim(), "split");
   const int64_t n = shape()[d];
   DL_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split expects split_size be non-negative, but got split_size=", split_size);
-  std::vector<Tensor> out;
   if (n == 0) return {*this};
-  for (int64_t start = 0; start < n; start += split_size) out.push_back(narrow(d, start, std::min(split_size, n - start)));
-  return out;
+  std::vector<int64_t> sizes;
+  for (int64_t start = 0; start < n; start += split_size) sizes.push_back(std::min(split_size, n - start));
+  return detail::split_views(*this, d, std::move(sizes), false, "SplitBackward");
 }
 
 template <scalar_type T>
@@ -735,14 +837,8 @@ std::vector<Tensor<T>> Tensor<T>::split(std::vector<int64_t> sizes, int64_t dim)
   const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t(0));
   DL_CHECK(total == shape()[d], "split_with_sizes expects split_sizes to sum exactly to ", shape()[d],
            " (input tensor's size at dimension ", d, "), but got split_sizes summing to ", total);
-  std::vector<Tensor> out;
-  int64_t start = 0;
-  for (int64_t s : sizes) {
-    DL_CHECK(s >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got ", s);
-    out.push_back(narrow(d, start, s));
-    start += s;
-  }
-  return out;
+  for (int64_t s : sizes) DL_CHECK(s >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got ", s);
+  return detail::split_views(*this, d, std::move(sizes), false, "SplitWithSizesBackward");
 }
 
 template <scalar_type T>
@@ -756,9 +852,7 @@ std::vector<Tensor<T>> Tensor<T>::chunk(int64_t chunks, int64_t dim) const {
 template <scalar_type T>
 std::vector<Tensor<T>> Tensor<T>::unbind(int64_t dim) const {
   const int d = wrap_dim(dim, this->dim(), "unbind");
-  std::vector<Tensor> out;
-  for (int64_t i = 0; i < shape()[d]; ++i) out.push_back(select(d, i));
-  return out;
+  return detail::split_views(*this, d, std::vector<int64_t>(size_t(shape()[d]), 1), true, "UnbindBackward");
 }
 
 }  // namespace dl
