@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -200,6 +201,61 @@ TEST_CASE("cell arithmetic passes finite-difference gradient checks in double") 
     return Tensor<double>((1.0 - z) * n + z * v[2]);
   };
   CHECK(dl::autograd::gradcheck(gru, {gi3, gh3, h}));
+}
+
+TEST_CASE("layers equal their cells unrolled by hand, in first and second derivatives (the whole-sequence W_hh gradient)") {
+  // LSTM and RNN layers give W_hh its gradient from one GEMM over all steps; with create_graph each
+  // step returns its own, differentiable part. Both must agree with the cells, which use neither.
+  dl::manual_seed(3);
+  const Tensor<float> x0 = dl::randn<float>({4, 3, 5});
+  auto run = [&](auto& layer, auto& cell) {
+    std::map<std::string, Tensor<float>> p;
+    for (auto& [n, t] : layer.named_parameters()) p[n] = t;
+    {
+      dl::NoGradGuard no_grad;
+      cell.weight_ih.copy_(p["weight_ih_l0"]);
+      cell.weight_hh.copy_(p["weight_hh_l0"]);
+      cell.bias_ih.copy_(p["bias_ih_l0"]);
+      cell.bias_hh.copy_(p["bias_hh_l0"]);
+    }
+    auto by_layer = [&](const Tensor<float>& x) { return std::get<0>(layer(x)); };
+    auto by_cell = [&](const Tensor<float>& x) {
+      std::vector<Tensor<float>> outs;
+      Tensor<float> h = dl::zeros<float>({3, 7}), c = dl::zeros<float>({3, 7});
+      for (int64_t t = 0; t < x.size(0); ++t) {
+        if constexpr (requires { std::get<1>(cell(x[t])); }) {
+          std::tie(h, c) = cell(x[t], std::tuple{h, c});
+        } else {
+          h = cell(x[t], h);
+        }
+        outs.push_back(h);
+      }
+      return dl::stack(outs, 0);
+    };
+    auto grads = [&](auto&& f, const Tensor<float>& w_hh, const Tensor<float>& w_ih) {
+      Tensor<float> x = x0.clone().requires_grad_();
+      Tensor<float> y = f(x);
+      Tensor<float> loss = Tensor<float>((y * y).sum());
+      auto first = dl::autograd::grad<float>({loss}, {w_hh, x}, {}, {}, /*create_graph=*/true);
+      Tensor<float> penalty = Tensor<float>((first[1] * first[1]).sum() + (first[0] * first[0]).sum());
+      auto second = dl::autograd::grad<float>({penalty}, {w_hh, w_ih});
+      auto plain = dl::autograd::grad<float>({Tensor<float>((f(x) * f(x)).sum())}, {w_hh});  // no graph: the batched rule
+      return std::vector<Tensor<float>>{first[0].detach(), plain[0], second[0], second[1]};
+    };
+    auto a = grads(by_layer, p["weight_hh_l0"], p["weight_ih_l0"]);
+    auto b = grads(by_cell, cell.weight_hh, cell.weight_ih);
+    for (size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(i);
+      CHECK(dl::allclose(a[i], b[i], 1e-4, 1e-5));
+    }
+    CHECK(dl::allclose(a[0], a[1], 1e-4, 1e-5));
+  };
+  nn::LSTM lstm(5, 7);
+  nn::LSTMCell lstm_cell(5, 7);
+  run(lstm, lstm_cell);
+  nn::RNN rnn(5, 7);
+  nn::RNNCell rnn_cell(5, 7);
+  run(rnn, rnn_cell);
 }
 
 TEST_CASE("bad input is an error with PyTorch's message and the shapes") {

@@ -22,13 +22,48 @@ inline const char* mode_name(RnnMode m) {
 }
 }  // namespace
 
+/// pre = gi + h W_hh^T, one step of a recurrent layer. Its backward gives gi and h their gradients;
+/// W_hh gets its gradient from one GEMM over all the steps at once (recurrent_input's node) rather
+/// than a thin GEMM and a full-size accumulation per step. A backward that builds a graph
+/// (create_graph) takes the per-step, differentiable rule instead; both nodes ask grad mode, which
+/// the engine sets for the whole pass.
+inline Tensor<float> recurrent_step(const Tensor<float>& gi, const Tensor<float>& h, const Tensor<float>& w_hh) {
+  Tensor<float> pre;
+  {
+    NoGradGuard no_grad;
+    pre = dl::addmm(gi, h, w_hh.t());
+  }
+  return dl::detail::record_kernel(pre, "RecurrentStepBackward", {h, w_hh}, [](const Tensor<float>& g, const std::vector<Tensor<float>>& s, const std::vector<bool>& needs) {
+    std::vector<TensorImplPtr> r(3);
+    if (needs[0]) r[0] = g.impl();
+    if (needs[1]) r[1] = dl::matmul(g, s[1]).impl();
+    if (needs[2] && autograd::is_grad_enabled()) r[2] = dl::matmul(g.t(), s[0]).impl();
+    return r;
+  }, gi, h, w_hh);
+}
+
+/// The input projections of all steps [N, G*H], passed through a node that also owes W_hh its
+/// gradient: the gradient reaching it is every step's gate gradient stacked (the steps' pieces of
+/// one split), so dW_hh = G^T H_prev is one GEMM, with H_prev (each step's incoming state, stacked
+/// in the same order) stored in `h_prev` once the steps have run.
+inline Tensor<float> recurrent_input(const Tensor<float>& gi, const Tensor<float>& w_hh, std::shared_ptr<Tensor<float>> h_prev) {
+  return dl::detail::record_kernel(gi.detach(), "RecurrentWeightBackward", {}, [h_prev](const Tensor<float>& g, const std::vector<Tensor<float>>&, const std::vector<bool>& needs) {
+    std::vector<TensorImplPtr> r(2);
+    if (needs[0]) r[0] = g.impl();
+    if (needs[1] && !autograd::is_grad_enabled() && h_prev->defined()) r[1] = dl::matmul(g.t(), *h_prev).impl();
+    return r;
+  }, gi, w_hh);
+}
+
 /// One step of a cell: gi = x W_ih^T + b_ih (already computed for all steps), h and c the state.
 /// Returns (h', c'); c' is undefined except for LSTM. For RNN and LSTM the caller may fold b_hh
 /// into gi and pass it undefined: the hidden projection is then one GEMM accumulating onto gi
 /// (addmm), the gates one split of its result, and the gate arithmetic fused expressions.
+/// `whole_sequence`: gi is a step of recurrent_input (b_hh folded), W_hh's gradient comes from there.
 inline std::pair<Tensor<float>, Tensor<float>> cell_step(RnnMode mode, const Tensor<float>& gi, const Tensor<float>& h,
                                                          const Tensor<float>& c, const Tensor<float>& w_hh,
-                                                         const Tensor<float>& b_hh, const Tensor<float>& w_hr) {
+                                                         const Tensor<float>& b_hh, const Tensor<float>& w_hr,
+                                                         bool whole_sequence = false) {
   if (mode == RnnMode::gru) {  // the new gate reads r * (h W_hn^T + b_hn): gh stays apart
     const Tensor<float> gh = functional::linear(h, w_hh, b_hh);
     const std::vector<Tensor<float>> i = gi.chunk(3, 1), g = gh.chunk(3, 1);
@@ -37,7 +72,9 @@ inline std::pair<Tensor<float>, Tensor<float>> cell_step(RnnMode mode, const Ten
     Tensor<float> n = dl::tanh(i[2] + r * g[2]);
     return {Tensor<float>((1.0f - z) * n + z * h), {}};
   }
-  const Tensor<float> pre = b_hh.defined() ? dl::addmm(gi + b_hh, h, w_hh.t()) : dl::addmm(gi, h, w_hh.t());
+  const Tensor<float> pre = whole_sequence ? recurrent_step(gi, h, w_hh)
+                            : b_hh.defined()  ? dl::addmm(gi + b_hh, h, w_hh.t())
+                                              : dl::addmm(gi, h, w_hh.t());
   switch (mode) {
     case RnnMode::tanh: return {Tensor<float>(dl::tanh(pre)), {}};
     case RnnMode::relu: return {Tensor<float>(dl::relu(pre)), {}};
@@ -129,7 +166,11 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
       const bool fold = bias && mode_ != RnnMode::gru;
       const Tensor<float> b_ih = !bias ? Tensor<float>() : fold ? Tensor<float>(params[base + 2] + params[base + 3]) : params[base + 2];
       const Tensor<float> b_hh = bias && !fold ? params[base + 3] : Tensor<float>();
-      const std::vector<Tensor<float>> gi = functional::linear(layer_in, w_ih, b_ih).split(batch_sizes, 0);
+      Tensor<float> gi_all = functional::linear(layer_in, w_ih, b_ih);
+      auto h_prev = std::make_shared<Tensor<float>>();
+      if (fold) gi_all = recurrent_input(gi_all, w_hh, h_prev);
+      const std::vector<Tensor<float>> gi = gi_all.split(batch_sizes, 0);
+      std::vector<Tensor<float>> h_in(static_cast<size_t>(steps_n));  // each step's incoming state
       const Tensor<float> h0 = h_init.select(0, layer * dirs + d), c0 = lstm ? c_init.select(0, layer * dirs + d) : Tensor<float>();
       std::vector<Tensor<float>> outs(static_cast<size_t>(steps_n));
       Tensor<float> h, c;
@@ -154,7 +195,8 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
             }
             rows = bs;
           }
-          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr);
+          h_in[size_t(t)] = h;
+          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr, fold);
           h = hn;
           c = cn;
           outs[size_t(t)] = h;
@@ -183,7 +225,8 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
             }
             rows = bs;
           }
-          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr);
+          h_in[size_t(t)] = h;
+          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr, fold);
           h = hn;
           c = cn;
           outs[size_t(t)] = h;
@@ -192,6 +235,10 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
           h = rows ? dl::cat({h, h0.narrow(0, rows, h0.size(0) - rows)}, 0) : h0;
           if (lstm) c = rows ? dl::cat({c, c0.narrow(0, rows, c0.size(0) - rows)}, 0) : c0;
         }
+      }
+      if (fold && steps_n > 0 && autograd::any_requires_grad(w_hh)) {
+        NoGradGuard no_grad;
+        *h_prev = dl::cat(h_in, 0).detach();
       }
       h_n.push_back(h);
       if (lstm) c_n.push_back(c);
