@@ -79,14 +79,20 @@ inline void cpu_relax() {
 /// an idle thread gives its core back when another process wants it.
 inline constexpr auto team_spin = std::chrono::microseconds(50);
 
-/// Spins until done() for at most team_spin; returns done().
+/// Spins until done() for at most team_spin; returns done(). Every 64 pauses it also yields: when
+/// the thread it waits for was woken on this same core (the scheduler wakes a thread next to the
+/// one that woke it, and after another process ran both team threads can end up on one core),
+/// pure spinning would hold that core for the whole team_spin; yielding is a no-op otherwise.
 template <class Done>
 bool spin_until(Done done) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 1;; ++i) {
     if (done()) return true;
     cpu_relax();
-    if (i % 64 == 0 && std::chrono::steady_clock::now() - start > team_spin) return done();
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() - start > team_spin) return done();
+      std::this_thread::yield();
+    }
   }
 }
 
@@ -104,7 +110,11 @@ class ThreadTeam {
 
   /// Runs job(ctx, m) for every m in [0, n) concurrently, m = 0 on the calling thread. The job
   /// must not throw. Returns false, running nothing, when another thread's job is running.
-  bool run(int n, Job job, void* ctx) {
+  /// `optional_members`: the members share their work out among themselves (a counter they take
+  /// chunks from), so a worker that has not started when member 0 finishes is left out: the caller
+  /// returns at once instead of waiting for a sleeping (or descheduled) worker to wake up only to
+  /// find nothing left.
+  bool run(int n, Job job, void* ctx, bool optional_members = false) {
     const auto start = Clock::now();
     if (start.time_since_epoch().count() < solo_until_.load(std::memory_order_relaxed)) return false;
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
@@ -121,22 +131,26 @@ class ThreadTeam {
     job_ = job;
     ctx_ = ctx;
     width_ = n;
-    pending_.store(workers_, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+    done_.store(0, std::memory_order_relaxed);
+    gate_.store(uint64_t(gen) << 32, std::memory_order_relaxed);
+    generation_.store(gen, std::memory_order_release);
     generation_.notify_all();  // no system call unless a worker sleeps
     {
       in_team_slot() = true;
       job(ctx, 0);
       in_team_slot() = false;
     }
-    const auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+    // The workers to wait for: all of them, or those that joined before the gate closed.
+    const int joined = optional_members ? int(gate_.fetch_or(closed, std::memory_order_acq_rel) & count_mask) : workers_;
+    const auto finished = [&] { return done_.load(std::memory_order_acquire) == joined; };
     if (finished()) {
       busy_ += Clock::now() - start;
       return true;
     }
     const auto mine = Clock::now();
     if (!spin_until(finished))
-      for (int left; (left = pending_.load(std::memory_order_acquire)) != 0;) pending_.wait(left, std::memory_order_acquire);
+      for (int d; (d = done_.load(std::memory_order_acquire)) != joined;) done_.wait(d, std::memory_order_acquire);
     // A worker that finishes long after the caller had lost its core to another process (the
     // caller took every chunk it could meanwhile). When such waits take a good part of the time
     // the team runs, the calling thread works alone for a while, so that the other process keeps
@@ -177,8 +191,15 @@ class ThreadTeam {
           now = generation_.load(std::memory_order_acquire);
         }
       seen = now;
+      // Join job `now` unless its gate closed (or a later job was published meanwhile).
+      uint64_t g = gate_.load(std::memory_order_acquire);
+      bool in = false;
+      while (!in && (g >> 32) == now && !(g & closed))
+        in = gate_.compare_exchange_weak(g, g + 1, std::memory_order_acq_rel, std::memory_order_acquire);
+      if (!in) continue;
       if (index + 1 < width_) job_(ctx_, index + 1);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+      done_.fetch_add(1, std::memory_order_acq_rel);
+      done_.notify_one();  // no system call unless the caller sleeps
     }
   }
 
@@ -197,7 +218,11 @@ class ThreadTeam {
   std::atomic<Clock::rep> solo_until_{0};  // until then run() declines (the caller works alone)
   Clock::duration busy_{}, late_{};    // time in jobs, and waiting for late workers, since the last check
   std::atomic<uint32_t> generation_{0};  // bumped once per job
-  std::atomic<int> pending_{0};         // workers that have not finished the current job
+  // The current job's generation (high 32 bits), `closed` once the caller stopped waiting for
+  // workers that have not joined, and how many joined (low bits).
+  static constexpr uint64_t closed = uint64_t(1) << 31, count_mask = closed - 1;
+  std::atomic<uint64_t> gate_{0};
+  std::atomic<int> done_{0};            // workers that finished the current job
   int workers_ = 0;
   Job job_ = nullptr;
   void* ctx_ = nullptr;
@@ -260,7 +285,7 @@ inline void run_chunks(int64_t begin, int64_t end, int64_t count, int nt, void (
       }
     }
   };
-  if (!ThreadTeam::instance().run(nt, member, &s)) return chunk(f, begin, end);
+  if (!ThreadTeam::instance().run(nt, member, &s, /*optional_members=*/true)) return chunk(f, begin, end);
   if (s.error) std::rethrow_exception(s.error);
 #else
   (void)count;
