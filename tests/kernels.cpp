@@ -828,6 +828,40 @@ TEST_CASE("the thread team: two threads running kernels at once (one runs serial
   dl::set_num_threads(saved_threads);
 }
 
+TEST_CASE("the thread team: a late worker never runs a finished job; every index once across many short jobs") {
+  // parallel_for does not wait for a worker that has not joined when the caller finishes its
+  // part: the worker must then find the job closed, never run its body after parallel_for
+  // returned, and still join later jobs. Gaps of 0-120 us between jobs let the worker be spinning,
+  // waking up or asleep when a job is published.
+  const int saved_threads = dl::get_num_threads();
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int64_t> current{-1};
+  std::atomic<int> stale{0}, wrong{0}, shared{0};
+  for (int threads : {2, 3}) {
+    dl::set_num_threads(threads);
+    for (int64_t job = 0; job < 3000; ++job) {
+      current = job;
+      const int64_t n = 1 + job % 97;
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+      std::atomic<int> on_worker{0};
+      dl::detail::parallel_for(0, n, 1, [&, job](int64_t b, int64_t e) {
+        if (current.load() != job) stale.fetch_add(1);
+        on_worker.fetch_add(int(std::this_thread::get_id() != caller));
+        for (int64_t i = b; i < e; ++i) seen[size_t(i)].fetch_add(1);
+      });
+      current = -1;  // a body running from now on belongs to a finished job
+      for (auto& v : seen) wrong.fetch_add(int(v.load() != 1));
+      shared.fetch_add(int(on_worker.load() > 0));
+      if (job % 3 == 1) std::this_thread::sleep_for(std::chrono::microseconds(job % 120));
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a worker still inside a stale body would show now
+  CHECK(stale == 0);
+  CHECK(wrong == 0);
+  CHECK(shared > 0);  // and the workers did join jobs
+  dl::set_num_threads(saved_threads);
+}
+
 TEST_CASE("the thread team: when a worker keeps finishing late the caller works alone for a while, then shares again") {
   const int saved_threads = dl::get_num_threads();
   dl::set_num_threads(2);
