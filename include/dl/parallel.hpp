@@ -79,10 +79,10 @@ inline void cpu_relax() {
 /// an idle thread gives its core back when another process wants it.
 inline constexpr auto team_spin = std::chrono::microseconds(50);
 
-/// Spins until done() for at most team_spin; returns done(). Every 64 pauses it also yields: when
-/// the thread it waits for was woken on this same core (the scheduler wakes a thread next to the
-/// one that woke it, and after another process ran both team threads can end up on one core),
-/// pure spinning would hold that core for the whole team_spin; yielding is a no-op otherwise.
+/// Spins until done() for at most team_spin; returns done(). Every 64 pauses it also yields, in
+/// case the thread it waits for needs this core (a no-op when no other thread wants it). Measured
+/// right after a child process ran, when the worker wakes late: BatchNorm1d [256, 512] forward
+/// 0.29 -> 0.09 ms with the yield alone (0.05 ms quiet).
 template <class Done>
 bool spin_until(Done done) {
   const auto start = std::chrono::steady_clock::now();
