@@ -203,8 +203,8 @@ TEST_CASE("cell arithmetic passes finite-difference gradient checks in double") 
   CHECK(dl::autograd::gradcheck(gru, {gi3, gh3, h}));
 }
 
-TEST_CASE("layers equal their cells unrolled by hand, in first and second derivatives (the whole-sequence W_hh gradient)") {
-  // LSTM and RNN layers give W_hh its gradient from one GEMM over all steps; with create_graph each
+TEST_CASE("RNN, LSTM and GRU layers equal their cells unrolled by hand, in first and second derivatives (the whole-sequence W_hh gradient)") {
+  // The layers give W_hh its gradient from one GEMM over all steps; with create_graph each
   // step returns its own, differentiable part. Both must agree with the cells, which use neither.
   dl::manual_seed(3);
   const Tensor<float> x0 = dl::randn<float>({4, 3, 5});
@@ -256,6 +256,9 @@ TEST_CASE("layers equal their cells unrolled by hand, in first and second deriva
   nn::RNN rnn(5, 7);
   nn::RNNCell rnn_cell(5, 7);
   run(rnn, rnn_cell);
+  nn::GRU gru(5, 7);
+  nn::GRUCell gru_cell(5, 7);
+  run(gru, gru_cell);
 }
 
 TEST_CASE("bad input is an error with PyTorch's message and the shapes") {

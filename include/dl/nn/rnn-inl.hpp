@@ -59,7 +59,7 @@ inline Tensor<float> recurrent_input(const Tensor<float>& gi, const Tensor<float
 /// Returns (h', c'); c' is undefined except for LSTM. For RNN and LSTM the caller may fold b_hh
 /// into gi and pass it undefined: the hidden projection is then one GEMM accumulating onto gi
 /// (addmm), the gates one split of its result, and the gate arithmetic fused expressions.
-/// `whole_sequence`: gi is a step of recurrent_input (b_hh folded), W_hh's gradient comes from there.
+/// `whole_sequence` (RNN, LSTM): gi is a step of recurrent_input, where W_hh's gradient comes from.
 inline std::pair<Tensor<float>, Tensor<float>> cell_step(RnnMode mode, const Tensor<float>& gi, const Tensor<float>& h,
                                                          const Tensor<float>& c, const Tensor<float>& w_hh,
                                                          const Tensor<float>& b_hh, const Tensor<float>& w_hr,
@@ -163,12 +163,14 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
       const Tensor<float> w_hr = proj_size > 0 ? params[base + per - 1] : Tensor<float>();
       // The input projection of every step at once: one GEMM [N, in] x [in, G*H], with b_hh folded
       // in except for GRU; then one split into the steps (one backward pass for all of them).
-      const bool fold = bias && mode_ != RnnMode::gru;
+      // RNN and LSTM: W_hh's gradient from one GEMM at recurrent_input. (GRU keeps a GEMM per step
+      // for it: routing its gh through a split of b_hh broadcast to [N, G*H] measured 5% slower.)
+      const bool whole = mode_ != RnnMode::gru, fold = bias && whole;
       const Tensor<float> b_ih = !bias ? Tensor<float>() : fold ? Tensor<float>(params[base + 2] + params[base + 3]) : params[base + 2];
       const Tensor<float> b_hh = bias && !fold ? params[base + 3] : Tensor<float>();
       Tensor<float> gi_all = functional::linear(layer_in, w_ih, b_ih);
       auto h_prev = std::make_shared<Tensor<float>>();
-      if (fold) gi_all = recurrent_input(gi_all, w_hh, h_prev);
+      if (whole) gi_all = recurrent_input(gi_all, w_hh, h_prev);
       const std::vector<Tensor<float>> gi = gi_all.split(batch_sizes, 0);
       std::vector<Tensor<float>> h_in(static_cast<size_t>(steps_n));  // each step's incoming state
       const Tensor<float> h0 = h_init.select(0, layer * dirs + d), c0 = lstm ? c_init.select(0, layer * dirs + d) : Tensor<float>();
@@ -196,7 +198,7 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
             rows = bs;
           }
           h_in[size_t(t)] = h;
-          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr, fold);
+          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr, whole);
           h = hn;
           c = cn;
           outs[size_t(t)] = h;
@@ -226,7 +228,7 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
             rows = bs;
           }
           h_in[size_t(t)] = h;
-          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr, fold);
+          auto [hn, cn] = cell_step(mode_, gi[size_t(t)], h, c, w_hh, b_hh, w_hr, whole);
           h = hn;
           c = cn;
           outs[size_t(t)] = h;
@@ -236,7 +238,7 @@ DL_API std::tuple<Tensor<float>, Tensor<float>, Tensor<float>> RNNBase::run_laye
           if (lstm) c = rows ? dl::cat({c, c0.narrow(0, rows, c0.size(0) - rows)}, 0) : c0;
         }
       }
-      if (fold && steps_n > 0 && autograd::any_requires_grad(w_hh)) {
+      if (whole && steps_n > 0 && autograd::any_requires_grad(w_hh)) {
         NoGradGuard no_grad;
         *h_prev = dl::cat(h_in, 0).detach();
       }
