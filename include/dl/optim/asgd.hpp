@@ -74,15 +74,16 @@ void ASGD<T>::step() {
       [](const ASGDOptions& o, const Tensor<T>& p, ASGDState<T>& st, Tensor<T>& target, Tensor<T>& g) {
         if (!st.ax.defined()) {
           st.ax = zeros<T>(p.shape());
-          st.eta = double(float(o.lr));
+          st.eta = double(detail::state_scalar_t<T>(o.lr));
           st.mu = 1;
         }
         st.step += 1;
         const Rule r{T(o.weight_decay), T(1 - o.lambd * st.eta), T(st.eta), T(st.mu)};
         // The step uses the current eta and mu; the next ones follow PyTorch's schedule, stored as
-        // PyTorch stores them (float32 0-d tensors, the default scalar dtype).
-        st.eta = double(float(o.lr / std::pow(1 + o.lambd * o.lr * st.step, o.alpha)));
-        st.mu = double(float(1 / std::max(1.0, st.step - o.t0)));
+        // PyTorch stores them (0-d tensors of the default dtype: double for double parameters).
+        using S = detail::state_scalar_t<T>;
+        st.eta = double(S(o.lr / std::pow(1 + o.lambd * o.lr * st.step, o.alpha)));
+        st.mu = double(S(1 / std::max(1.0, st.step - o.t0)));
         return detail::StepItem<T, 1, Rule>{target.data(), g.data(), {st.ax.data()}, p.numel(), r};
       });
 }

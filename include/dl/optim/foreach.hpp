@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,12 @@ namespace dl::optim {
 // ------------------------------------------------------------------------------ declarations
 
 namespace detail {
+
+/// The type PyTorch keeps an optimizer's per-parameter scalars in (NAdam's mu_product, ASGD's eta
+/// and mu are 0-d tensors of the default dtype): double for double parameters, as for a user who set
+/// the default dtype to float64, and float for every other parameter type.
+template <class T>
+using state_scalar_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 /// One tensor's share of a fused step: its parameter, gradient and K state buffers (contiguous,
 /// n elements each) and the rule with this tensor's scalars (bias corrections, step sizes...).

@@ -84,7 +84,8 @@ void NAdam<T>::step() {
         const double bc2 = 1 - std::pow(beta2, st.step);
         const double mu = beta1 * (1 - 0.5 * std::pow(0.96, st.step * o.momentum_decay));
         const double mu_next = beta1 * (1 - 0.5 * std::pow(0.96, (st.step + 1) * o.momentum_decay));
-        st.mu_product = double(float(st.mu_product) * float(mu));  // PyTorch keeps it as a float32 0-d tensor
+        using S = detail::state_scalar_t<T>;  // PyTorch keeps mu_product in a 0-d tensor of the default dtype
+        st.mu_product = double(S(st.mu_product) * S(mu));
         const double mu_product_next = st.mu_product * mu_next;
         const bool decoupled = o.decoupled_weight_decay && o.weight_decay != 0;
         return detail::StepItem<T, 2, Rule>{
