@@ -2,7 +2,7 @@
 """Writes tests/data/tensor_api_ref.bin, the PyTorch reference values of tests/tensor_api.cpp:
 scatter/scatter_add with an index smaller than src, clamp with tensor bounds, the floating-point
 classification ops and nan_to_num, the in-place view ops under autograd, and the single-dim
-reductions.
+reductions, Tensor.unfold.
 
 Run with Debian's PyTorch (1.13, CPU):  /usr/bin/python3 tests/gen_tensor_api_reference.py
 Inputs are built on both sides with det(shape, seed); gradients are those of
@@ -114,5 +114,20 @@ cases = {
 for name, out in cases.items():
     put(f"red_{name}/out", out)
     grads(f"red_{name}", out, [x], ["x"])
+
+# ---------------------------------------------------------------------------- Tensor.unfold (a view)
+# (dim, size, step) on a [4, 7, 5] input and on its transpose (non-contiguous): values, strides, gradients.
+unfold_cases = {"d1_s3_st2": (1, 3, 2), "d1_s2_st3": (1, 2, 3), "dm1_s4_st1": (-1, 4, 1), "d0_s4_st1": (0, 4, 1),
+                "d1_s7_st4": (1, 7, 4), "d2_s0_st2": (2, 0, 2)}
+for name, (d, size, step) in unfold_cases.items():
+    for tr in (False, True):
+        x = leaf(det([4, 7, 5], 21))
+        src = x.transpose(0, 2) if tr else x
+        out = src.unfold(d, size, step)
+        tag = f"unfold_{name}{'_t' if tr else ''}"
+        put(f"{tag}/out", out)
+        put(f"{tag}/shape", torch.tensor(out.shape, dtype=torch.int64))
+        put(f"{tag}/strides", torch.tensor(out.stride(), dtype=torch.int64))
+        grads(tag, out, [x], ["x"])
 
 ref.save()

@@ -2,7 +2,8 @@
 // queries, new_*, in-place views, isinf/isfinite/nan_to_num, clamp with tensor bounds, libtorch's
 // spellings (braced cat/stack lists, vectors as shapes, single-int dims, braced pooling strides,
 // indexing members, creation options, item<T>(), queries on unevaluated expressions) and the
-// scatter/scatter_add backward with an index smaller than src. References: gen_tensor_api_reference.py.
+// scatter/scatter_add backward with an index smaller than src, Tensor::unfold. References:
+// gen_tensor_api_reference.py.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -451,4 +452,58 @@ TEST_CASE("libtorch's autograd tutorial forms: grad with braced lists, trailing 
   ScaledLinear::apply(a, w).sum().backward();
   CHECK(dl::allclose(a.grad(), dl::matmul(dl::ones<float>({2, 4}), w), 1e-5, 1e-6));
   CHECK(dl::allclose(w.grad(), dl::matmul(dl::ones<float>({4, 2}), a), 1e-5, 1e-6));
+}
+
+TEST_CASE_TEMPLATE("Tensor::unfold: windows as a view, against PyTorch (values, strides, gradients)", T, double, float) {
+  struct Case {
+    const char* name;
+    int64_t dim, size, step;
+  };
+  for (const Case c : {Case{"d1_s3_st2", 1, 3, 2}, Case{"d1_s2_st3", 1, 2, 3}, Case{"dm1_s4_st1", -1, 4, 1}, Case{"d0_s4_st1", 0, 4, 1},
+                       Case{"d1_s7_st4", 1, 7, 4}, Case{"d2_s0_st2", 2, 0, 2}})
+    for (const bool transposed : {false, true}) {
+      const std::string k = std::string("unfold_") + c.name + (transposed ? "_t" : "");
+      CAPTURE(k);
+      Tensor<T> x = det<T>({4, 7, 5}, 21).requires_grad_();
+      const Tensor<T> src = transposed ? x.transpose(0, 2) : x;
+      Tensor<T> out = src.unfold(c.dim, c.size, c.step);
+      const Tensor<int64_t> shape = ref.tensor<int64_t>(k + "/shape"), strides = ref.tensor<int64_t>(k + "/strides");
+      CHECK(out.shape() == dl::Shape(std::vector<int64_t>(shape.data(), shape.data() + shape.numel())));
+      CHECK(out.strides() == dl::Strides(std::vector<int64_t>(strides.data(), strides.data() + strides.numel())));
+      CHECK(out.data() == src.data());  // a view of the same storage
+      ref.check(out, k + "/out");
+      backward_weighted(out);
+      ref.check(x.grad(), k + "/gx");
+    }
+  if constexpr (std::is_same_v<T, double>) {
+    const Tensor<T> x = det<T>({3, 8}, 5).requires_grad_();
+    for (const std::pair<int64_t, int64_t> c : {std::pair<int64_t, int64_t>{3, 2}, {2, 2}, {3, 4}, {8, 1}}) {  // overlapping, tiling, gaps, one window
+      const int64_t size = c.first, step = c.second;
+      CAPTURE(size);
+      CAPTURE(step);
+      CHECK(ag::gradcheck([&](auto& v) { return Tensor<T>(v[0].unfold(1, size, step) * v[0].unfold(1, size, step)); }, {x}));
+      CHECK(ag::gradgradcheck([&](auto& v) { return Tensor<T>(v[0].unfold(1, size, step) * v[0].unfold(1, size, step)); }, {x}));
+    }
+    // a 0-d tensor has one window of size 1 (or none of size 0), as in PyTorch
+    const Tensor<T> s = dl::scalar_tensor<T>(3.0).requires_grad_();
+    CHECK(s.unfold(0, 1, 1).shape() == dl::Shape{1});
+    CHECK(s.unfold(-1, 0, 2).shape() == dl::Shape{0});
+    CHECK(ag::gradcheck([](auto& v) { return Tensor<T>(v[0].unfold(0, 1, 1) * 2.0); }, {s}));
+  }
+  // writes through the view reach the input; overlapping windows see them twice
+  auto values = [](const Tensor<T>& t) {
+    const Tensor<T> c = t.contiguous();
+    return std::vector<T>(c.data(), c.data() + c.numel());
+  };
+  Tensor<T> y = dl::zeros<T>({6});
+  y.unfold(0, 3, 2).select(0, 1).fill_(T(1));  // elements 2, 3, 4
+  CHECK(values(y) == std::vector<T>{0, 0, 1, 1, 1, 0});
+  CHECK(values(y.unfold(0, 3, 2).select(0, 0)) == std::vector<T>{0, 0, 1});
+  // PyTorch's messages
+  const Tensor<T> x = dl::zeros<T>({7});
+  CHECK_THROWS_WITH_AS(x.unfold(0, 8, 1), "maximum size for tensor at dimension 0 is 7 but size is 8", dl::Error);
+  CHECK_THROWS_WITH_AS(x.unfold(0, 2, 0), "step is 0 but must be > 0", dl::Error);
+  CHECK_THROWS_WITH_AS(dl::scalar_tensor<T>(1).unfold(0, 2, 1), "maximum size for tensor at dimension 0 is 1 but size is 2", dl::Error);
+  CHECK_THROWS_AS(x.unfold(1, 2, 1), dl::Error);
+  CHECK_THROWS_WITH_AS(x.unfold(0, -1, 1), "unfold: size must be non-negative, but got size -1", dl::Error);
 }

@@ -428,6 +428,67 @@ TEST_CASE("named_children and named_modules: items with key() and value()") {
   CHECK(modules[0].value() == block.get());
 }
 
+struct HeadsImpl : torch::nn::Module {
+  HeadsImpl() {
+    std::vector<std::pair<std::string, torch::nn::Linear>> heads_list{{"a", torch::nn::Linear(2, 1)}};
+    heads = register_module("heads", torch::nn::ModuleDict(heads_list));
+  }
+  torch::nn::ModuleDict heads;
+};
+
+TEST_CASE("ModuleDict and ParameterList holders; as<Holder>() names the module class") {
+  torch::nn::Linear fc(3, 4);
+  // libtorch's form: a list of (name, std::shared_ptr<Module>) pairs
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> layers{{"fc", fc.ptr()}, {"act", torch::nn::ReLU().ptr()}};
+  torch::nn::ModuleDict dict(layers);
+  CHECK(dict->size() == 2);
+  CHECK(dict->keys() == std::vector<std::string>{"fc", "act"});
+  CHECK(dict->contains("act"));
+  CHECK(dict["fc"]->as<torch::nn::Linear>() == fc.get());  // the holder's module, shared
+  CHECK(dict["act"]->as<torch::nn::Linear>() == nullptr);
+  CHECK(&dict->at<torch::nn::LinearImpl>("fc") == fc.get());
+  CHECK_THROWS_WITH_AS(dict->at<torch::nn::LinearImpl>("act"), "ModuleDict: the module under 'act' is a ReLU, not the type asked for",
+                       dl::Error);
+  CHECK_THROWS_AS(dict["nope"], dl::Error);
+  // from a vector of shared_ptr pairs, update and replace in place; parameters in insertion order
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::LinearImpl>>> more{{"out", torch::nn::Linear(4, 2).ptr()}};
+  dict->update(more);
+  torch::nn::Linear replacement(3, 4);
+  dict->insert("fc", replacement);
+  CHECK(dict->keys() == std::vector<std::string>{"fc", "act", "out"});
+  CHECK(dict->parameters().size() == 4);
+  CHECK(dict->parameters()[0].is_same(replacement->weight));
+  std::vector<std::string> seen;
+  for (auto& item : *dict) seen.push_back(item.key() + ":" + item.value()->type_name());
+  CHECK(seen == std::vector<std::string>{"fc:Linear", "act:ReLU", "out:Linear"});
+  CHECK(dict->values().size() == 3);
+  dict->eval();
+  CHECK_FALSE(replacement->is_training());
+  torch::nn::ModuleDict empty;
+  CHECK(empty->is_empty());
+  // a registered ModuleDict names its children by key, as libtorch's state dict does
+  HeadsImpl heads;
+  CHECK(heads.named_parameters()[0].key() == "heads.a.weight");
+
+  torch::nn::ParameterList plist(torch::randn({2, 3}), torch::zeros({4}));
+  plist->append(torch::ones({5}));
+  CHECK(plist->size() == 3);
+  CHECK(plist[2].sizes() == dl::Shape{5});
+  CHECK(plist->at(1).requires_grad());
+  CHECK_THROWS_WITH_AS(plist->at(3), "ParameterList: index 3 out of range for a list of 3 parameters", dl::Error);
+  std::vector<std::string> keys;
+  for (auto& p : *plist) keys.push_back(p.key() + ":" + std::to_string(p.value().numel()));
+  CHECK(keys == std::vector<std::string>{"0:6", "1:4", "2:5"});
+  torch::nn::ParameterList copy;
+  copy->extend(*plist);
+  CHECK(copy->size() == 3);
+  CHECK(copy[0].is_same(plist[0]));
+  CHECK(plist->parameters().size() == 3);
+  // named_children's values cast to a holder's module class too
+  Block block;
+  CHECK(block->named_children()[0].value()->as<torch::nn::Linear>() == block->fc.get());
+}
+
 TEST_CASE("parameter groups: OptimizerParamGroup in, views out") {
   torch::nn::Linear a(2, 2), b(2, 1);
   std::vector<torch::optim::OptimizerParamGroup> groups;

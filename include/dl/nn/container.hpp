@@ -43,7 +43,7 @@ class AnyModule {
   template <template <int64_t...> class Layer>
   Layer<>* as() const { return module_ ? module_->as<Layer>() : nullptr; }
   template <class M>
-  M* as() const { return module_ ? module_->as<M>() : nullptr; }
+  auto* as() const { return module_ ? module_->as<M>() : nullptr; }
 
  private:
   std::shared_ptr<Module> module_;

@@ -194,9 +194,13 @@ class Module {
   /// `m.as<nn::Linear>()`: a pointer to m as a Linear of any size (static or run-time), else null.
   template <template <int64_t...> class Layer>
   Layer<>* as() { return dynamic_cast<Layer<>*>(this); }
-  /// `m.as<Net>()`: a pointer to m as that class, else null.
+  /// `m.as<Net>()`: a pointer to m as that class, else null. A libtorch holder names its module class:
+  /// `m.as<torch::nn::Linear>()` is a `torch::nn::LinearImpl*`, as in libtorch.
   template <class M>
-  M* as() { return dynamic_cast<M*>(this); }
+  auto* as() {
+    if constexpr (requires { typename M::ContainedType; }) return dynamic_cast<typename M::ContainedType*>(this);
+    else return dynamic_cast<M*>(this);
+  }
 
   // ------------------------------------------------------------------------ modes and state
   /// Training mode on (or off) for this module and every submodule.

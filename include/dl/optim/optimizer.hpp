@@ -106,6 +106,15 @@ class Optimizer {
   virtual std::string name() const = 0;
   virtual StateDict state_dict() const = 0;
   virtual void load_state_dict(const StateDict& sd) = 0;
+  /// The groups with their typed options are the algorithm's (each algorithm's class has
+  /// param_groups()); through this base a call names what to use instead.
+  template <class Because = void>
+  auto param_groups() const {
+    static_assert(sizeof(Because) == 0,
+                  "param_groups() is a member of the algorithm's class (dl::optim::Adam<float>&, torch::optim::Adam&), "
+                  "not of the base Optimizer&: through the base use num_param_groups(), get_lr(g) and set_lr(g, lr)");
+    return std::vector<int>{};
+  }
 
  protected:
   std::vector<std::optional<double>> initial_lr_;

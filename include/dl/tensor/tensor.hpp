@@ -174,6 +174,9 @@ class Tensor : public expr::ExprBase<Tensor<T>> {
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor unflatten(int64_t dim, Shape sizes) const;
   Tensor as_strided(Shape shape, Strides strides, int64_t storage_offset) const;
+  /// The windows of `size` elements along `dimension`, `step` apart, as a view with a new last dim of
+  /// that size (torch.Tensor.unfold): [7].unfold(0, 3, 2) is [3, 3]. Overlapping windows share memory.
+  Tensor unfold(int64_t dimension, int64_t size, int64_t step) const;
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> split(std::vector<int64_t> sizes, int64_t dim = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;

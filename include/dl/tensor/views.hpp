@@ -166,6 +166,51 @@ Tensor<T> embed_slice(const Tensor<T>& g, const Shape& in, int dim, int64_t star
   return out;
 }
 
+/// Backward of unfold: window j's element k goes back to input position j * step + k along dim (windows
+/// that overlap add up), one strided add per window element into zeros of the input's shape. Its own
+/// backward is unfold again (a 0-d input's gradient is the sum of its one-or-no window element).
+template <class T>
+Tensor<T> fold_windows(const Tensor<T>& g, const Shape& in, int dim, int64_t size, int64_t step);
+
+template <class T>
+class UnfoldBackward : public autograd::Node {
+ public:
+  UnfoldBackward(std::string name, Shape in, int dim, int64_t size, int64_t step)
+      : name_(std::move(name)), in_(in), dim_(dim), size_(size), step_(step) {}
+  std::string name() const override { return name_; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
+    if (name_ == "UnfoldBackwardBackward") return {Tensor<T>(g[0]).unfold(dim_, size_, step_).impl()};
+    return {fold_windows(Tensor<T>(g[0]), in_, dim_, size_, step_).impl()};
+  }
+
+ private:
+  std::string name_;
+  Shape in_;
+  int dim_;
+  int64_t size_, step_;
+};
+
+template <class T>
+Tensor<T> fold_windows(const Tensor<T>& g, const Shape& in, int dim, int64_t size, int64_t step) {
+  Tensor<T> out;
+  {
+    NoGradGuard no_grad;
+    if (in.size() == 0) {
+      out = g.numel() == 1 ? g.reshape({}).clone() : zeros<T>({});  // the one window element, or none
+    } else {
+      out = zeros<T>(in);
+      const int64_t windows = g.size(dim);
+      for (int64_t k = 0; k < size; ++k) out.slice(dim, k, k + (windows - 1) * step + 1, step).add_(g.select(-1, k));
+    }
+  }
+  if (autograd::any_requires_grad(g)) {
+    auto node = std::make_shared<UnfoldBackward<T>>("UnfoldBackwardBackward", in, dim, size, step);
+    node->mutable_next_edges().push_back(autograd::gradient_edge(g.impl()));
+    autograd::set_history(out, node);
+  }
+  return out;
+}
+
 /// Backward of the backward of split/chunk/unbind: the input gradient cut back into the pieces.
 template <class T>
 class SplitBackwardBackward : public autograd::Node {
@@ -818,6 +863,29 @@ Tensor<T> Tensor<T>::as_strided(Shape shape, Strides strides, int64_t storage_of
   const int64_t in_off = this->storage_offset();
   return detail::make_view(*this, shape, strides, storage_offset,
                            [&] { return std::make_shared<detail::AsStridedBackward<T>>(in, in_st, in_off, shape, strides, storage_offset); });
+}
+
+template <scalar_type T>
+Tensor<T> Tensor<T>::unfold(int64_t dimension, int64_t size, int64_t step) const {
+  const int d = wrap_dim(dimension, this->dim(), "unfold");  // 0 or -1 for a 0-d tensor
+  const int64_t n = this->dim() == 0 ? 1 : shape()[d];
+  DL_CHECK(size >= 0, "unfold: size must be non-negative, but got size ", size);
+  DL_CHECK(size <= n, "maximum size for tensor at dimension ", d, " is ", n, " but size is ", size);
+  DL_CHECK(step > 0, "step is ", step, " but must be > 0");
+  Shape s = shape();
+  Strides st = strides();
+  if (this->dim() == 0) {
+    s = Shape{size};
+    st = Strides{1};
+  } else {
+    s[d] = (n - size) / step + 1;
+    st[d] = strides()[d] * step;
+    s.push_back(size);
+    st.push_back(strides()[d]);
+  }
+  const Shape in = shape();
+  return detail::make_view(*this, s, st, storage_offset(),
+                           [&] { return std::make_shared<detail::UnfoldBackward<T>>("UnfoldBackward", in, d, size, step); });
 }
 
 template <scalar_type T>

@@ -137,6 +137,11 @@ class ModuleHolder {
   decltype(auto) operator()(Args&&... args) {
     return get()->forward(std::forward<Args>(args)...);
   }
+  /// The module's indexing (containers: `list[0]`, `dict["fc"]`), as libtorch's holders forward it.
+  template <class Arg>
+  decltype(auto) operator[](Arg&& arg) const {
+    return (*get())[std::forward<Arg>(arg)];
+  }
   /// The module as a dl::nn::AnyModule (shared), for dl's containers.
   operator AnyModule() const { return AnyModule(std::shared_ptr<Impl>(impl_)); }  // NOLINT
 
@@ -457,6 +462,100 @@ class ModuleListImpl : public dl::nn::ModuleList {
   }
 };
 TORCH_MODULE(ModuleList);
+
+/// Modules by name, in insertion order (libtorch's ModuleDict): `ModuleDict({{"fc", Linear(3, 4)}, {"act",
+/// ReLU()}})` or from a std::vector of (name, holder | shared_ptr | AnyModule) pairs. `dict["fc"]` is a
+/// std::shared_ptr<Module> (`->as<Linear>()` gives the LinearImpl*), `dict->at<LinearImpl>("fc")` a reference;
+/// iterating gives items with key() and value(). Inserting an existing key replaces that module in place.
+class ModuleDictImpl : public dl::nn::ModuleDict {
+ public:
+  using Item = dl::nn::Named<std::shared_ptr<Module>>;
+  ModuleDictImpl() = default;
+  ModuleDictImpl(std::initializer_list<std::pair<std::string, AnyModule>> items) : dl::nn::ModuleDict(items) {}
+  template <class M>
+  explicit ModuleDictImpl(const std::vector<std::pair<std::string, M>>& items) {
+    update(items);
+  }
+  template <class M>
+  void insert(const std::string& key, M&& module) {
+    dl::nn::ModuleDict::insert(key, detail::any_module(std::forward<M>(module)));
+  }
+  /// Inserts (or replaces) each of items, in order.
+  template <class M>
+  void update(const std::vector<std::pair<std::string, M>>& items) {
+    for (const auto& [key, module] : items) insert(key, module);
+  }
+  void update(ModuleDictImpl& other) {
+    for (const std::string& key : other.keys()) insert(key, other.dl::nn::ModuleDict::operator[](key));
+  }
+  /// The module under key; throws naming the key when there is none.
+  std::shared_ptr<Module> operator[](const std::string& key) { return dl::nn::ModuleDict::operator[](key).shared(); }
+  /// The module under key as T (a module class, or a holder for its module class).
+  template <class T>
+  auto& at(const std::string& key) {
+    auto* m = (*this)[key]->template as<T>();
+    if (!m) throw dl::Error(dl::detail::cat("ModuleDict: the module under '", key, "' is a ", (*this)[key]->type_name(),
+                                            ", not the type asked for"));
+    return *m;
+  }
+  bool is_empty() const { return size() == 0; }
+  std::vector<std::shared_ptr<Module>> values() {
+    std::vector<std::shared_ptr<Module>> out;
+    for (const std::string& key : keys()) out.push_back((*this)[key]);
+    return out;
+  }
+  std::vector<Item> items() {
+    std::vector<Item> out;
+    for (const std::string& key : keys()) out.push_back(Item(key, (*this)[key]));
+    return out;
+  }
+  /// Items with key() and value() (libtorch's OrderedDict items), valid until the dictionary changes.
+  auto begin() { return (view_ = items()).begin(); }
+  auto end() { return view_.end(); }
+
+ private:
+  std::vector<Item> view_;
+};
+TORCH_MODULE(ModuleDict);
+
+/// Parameters in a list (libtorch's ParameterList): `ParameterList(torch::randn({3}), torch::randn({4}))`,
+/// `list->append(t)` (made a parameter that requires grad), `list[i]` / `list->at(i)`; iterating gives items
+/// with key() ("0", "1", ...) and value().
+class ParameterListImpl : public dl::nn::ParameterList {
+ public:
+  using Item = dl::nn::Named<Tensor>;
+  ParameterListImpl() = default;
+  template <class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<Ts, Tensor> && ...))
+  explicit ParameterListImpl(Ts&&... tensors) {
+    (append(Tensor(std::forward<Ts>(tensors))), ...);
+  }
+  void append(const Tensor& t) { dl::nn::ParameterList::append(t); }
+  void append(const Item& item) { append(item.value()); }
+  /// Appends every tensor (or item) of a container: another ParameterList, a vector of tensors.
+  template <class C>
+    requires(!std::is_convertible_v<const C&, Tensor>)
+  void extend(C& container) {
+    for (const auto& p : container) append(p);
+  }
+  Tensor& at(size_t i) {
+    if (i >= size()) throw dl::Error(dl::detail::cat("ParameterList: index ", i, " out of range for a list of ", size(), " parameters"));
+    return dl::nn::ParameterList::operator[](i);
+  }
+  Tensor& operator[](size_t i) { return at(i); }
+  bool is_empty() const { return size() == 0; }
+  /// Items with key() and value(), valid until the list changes.
+  auto begin() {
+    view_.clear();
+    for (size_t i = 0; i < size(); ++i) view_.push_back(Item(std::to_string(i), at(i)));
+    return view_.begin();
+  }
+  auto end() { return view_.end(); }
+
+ private:
+  std::vector<Item> view_;
+};
+TORCH_MODULE(ParameterList);
 
 /// A function as a module (libtorch's Functional): Functional(torch::relu),
 /// Functional(torch::leaky_relu, 0.2) (extra arguments follow the input).
