@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include <dl/dl.hpp>
 
@@ -34,6 +36,23 @@ void run(const char* name, int64_t n, int rounds, bool with_torch) {
   }
   std::printf("%s, %lld elements (mm: %lld x %lld), 2 threads, medians of %d interleaved rounds\n", name, (long long)n,
               (long long)m, (long long)m, rounds);
+  if constexpr (std::is_same_v<T, dl::BFloat16>) {
+    // Both bfloat16 product paths (dl/ops/gemm_bf16.hpp): the CPU's dot-product instruction and the
+    // operands widened to float; "mm" above is the one dl picks here.
+    std::printf("  mm path: %s (AVX512-BF16 on this CPU: %s)\n", dl::bf16_dot_enabled() ? "dot product" : "widened to float",
+                dl::detail::cpu_has_bf16_dot() ? "yes" : "no");
+    if (dl::detail::cpu_has_bf16_dot()) {
+      std::vector<double> dot, wide;
+      for (int r = 0; r < rounds; ++r) {
+        dl::set_bf16_dot(dl::Bf16Dot::on);
+        dot.push_back(bench::median_ms(7, [&] { dl::Tensor<T> y = dl::matmul(p, q); }));
+        dl::set_bf16_dot(dl::Bf16Dot::off);
+        wide.push_back(bench::median_ms(7, [&] { dl::Tensor<T> y = dl::matmul(p, q); }));
+      }
+      dl::set_bf16_dot(dl::Bf16Dot::automatic);
+      std::printf("  mm on the dot product %.3f ms, widened %.3f ms\n", bench::median(dot), bench::median(wide));
+    }
+  }
   for (int k = 0; k < 4; ++k) {
     const double dl_ms = bench::median(t_dl[k]);
     if (!with_torch) {

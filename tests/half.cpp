@@ -236,6 +236,12 @@ TEST_CASE("half: printing, item, random tensors and errors") {
 
 TEST_CASE_TEMPLATE("half: linear, activations and softmax compute in float and round once", T, Half, BFloat16) {
   namespace F = dl::nn::functional;
+  // Bit for bit against float's own rounding: the widening path (the dot-product path sums in
+  // another order; the next test case compares it).
+  dl::set_bf16_dot(dl::Bf16Dot::off);
+  struct Restore {
+    ~Restore() { dl::set_bf16_dot(dl::Bf16Dot::automatic); }
+  } restore;
   const Tensor<T> x = det16<T>({4, 16}, 20), w = det16<T>({5, 16}, 21), b = det16<T>({5}, 22);
   const Tensor<T> y = F::linear(x, w, b);
   const Tensor<float> yf = F::linear(x.to_float(), w.to_float(), b.to_float());
@@ -253,6 +259,142 @@ TEST_CASE_TEMPLATE("half: linear, activations and softmax compute in float and r
   REQUIRE(ws.grad().defined());
   const Tensor<float> gw = x.to_float().sum(0).unsqueeze(0).expand({5, 16});
   for (int64_t i = 0; i < 16; ++i) CHECK(float(ws.grad()[2][i].item()) == doctest::Approx(gw[2][i].item()).epsilon(1e-2));
+}
+
+namespace {
+
+/// Within one bfloat16 rounding of each other, plus float accumulation's error relative to
+/// bound = |a| @ |b| (both results are float sums of the same products, in different orders, each
+/// rounded once).
+void check_bf16_close(const Tensor<BFloat16>& got, const Tensor<BFloat16>& want, const Tensor<float>& bound, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.shape() == want.shape());
+  const Tensor<float> g = got.to_float().contiguous(), w = want.to_float().contiguous();
+  const Tensor<float> b = bound.expand(want.shape()).contiguous();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < g.numel(); ++i)
+    bad += std::fabs(g.data()[i] - w.data()[i]) > std::ldexp(std::fabs(w.data()[i]), -7) + 1e-5f * b.data()[i];
+  CHECK(bad == 0);
+}
+
+Tensor<float> abs_f(const Tensor<BFloat16>& t) { return Tensor<float>(dl::abs(t.to_float())); }
+
+}  // namespace
+
+TEST_CASE("half: bfloat16 products on the CPU's dot-product instruction agree with the widening path") {
+  namespace F = dl::nn::functional;
+  struct Restore {
+    ~Restore() { dl::set_bf16_dot(dl::Bf16Dot::automatic); }
+  } restore;
+  dl::set_bf16_dot(dl::Bf16Dot::off);
+  CHECK_FALSE(dl::bf16_dot_enabled());
+  dl::set_bf16_dot(dl::Bf16Dot::on);
+  if (!dl::bf16_dot_enabled()) {
+    MESSAGE("this CPU has no AVX512-BF16: bfloat16 products widen to float (checked above)");
+    return;
+  }
+  using B = BFloat16;
+  // Both paths on the same operands: `f` run natively and widened.
+  auto both = [](auto f) {
+    dl::set_bf16_dot(dl::Bf16Dot::on);
+    Tensor<B> native = f();
+    dl::set_bf16_dot(dl::Bf16Dot::off);
+    Tensor<B> wide = f();
+    dl::set_bf16_dot(dl::Bf16Dot::on);
+    return std::pair{native, wide};
+  };
+  // Odd sizes (edge panels of 1..11 rows and 1..31 columns, odd K: a half-empty last pair), K over
+  // one block (512 pairs), and every transpose combination.
+  const int64_t sizes[][3] = {{1, 1, 1}, {7, 7, 7}, {17, 17, 17}, {1, 33, 5}, {13, 1, 9}, {25, 70, 3}, {12, 32, 1023}, {1023, 17, 2}, {40, 600, 31}};
+  int64_t seed = 100;
+  for (const auto& s : sizes) {
+    const int64_t M = s[0], N = s[1], K = s[2];
+    const Tensor<B> a = det16<B>({M, K}, seed++), b = det16<B>({K, N}, seed++);
+    const Tensor<B> at = det16<B>({K, M}, seed++).t(), bt = det16<B>({N, K}, seed++).t();
+    for (int t = 0; t < 4; ++t) {
+      const Tensor<B>& x = t & 1 ? at : a;
+      const Tensor<B>& y = t & 2 ? bt : b;
+      const auto [native, wide] = both([&] { return dl::mm(x, y); });
+      check_bf16_close(native, wide, dl::mm(abs_f(x), abs_f(y)),
+                       "mm " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) + " transposes " + std::to_string(t));
+    }
+  }
+  // bmm, matmul's vector and batched forms (broadcast batch, a folded 3-d x 2-d), linear with bias and relu.
+  const Tensor<B> ba = det16<B>({3, 17, 53}, 200), bb = det16<B>({3, 53, 9}, 201), m = det16<B>({53, 29}, 202), v = det16<B>({53}, 203);
+  {
+    const auto [n, w] = both([&] { return dl::bmm(ba, bb); });
+    check_bf16_close(n, w, dl::bmm(abs_f(ba), abs_f(bb)), "bmm");
+  }
+  {
+    const auto [n, w] = both([&] { return dl::matmul(v, v); });
+    CHECK(n.dim() == 0);
+    check_bf16_close(n, w, dl::matmul(abs_f(v), abs_f(v)), "matmul vector . vector");
+  }
+  {
+    const auto [n, w] = both([&] { return dl::matmul(m.t(), v); });
+    check_bf16_close(n, w, dl::matmul(abs_f(m.t()), abs_f(v)), "matmul matrix @ vector");
+  }
+  {
+    const auto [n, w] = both([&] { return dl::matmul(v, m); });
+    check_bf16_close(n, w, dl::matmul(abs_f(v), abs_f(m)), "matmul vector @ matrix");
+  }
+  {
+    const auto [n, w] = both([&] { return dl::matmul(ba, m); });
+    CHECK(n.shape() == Shape{3, 17, 29});
+    check_bf16_close(n, w, dl::matmul(abs_f(ba), abs_f(m)), "matmul 3-d @ 2-d");
+  }
+  {
+    const auto [n, w] = both([&] { return dl::matmul(ba, v); });
+    check_bf16_close(n, w, dl::matmul(abs_f(ba), abs_f(v)), "matmul 3-d @ vector");
+  }
+  {
+    const auto [n, w] = both([&] { return dl::matmul(ba, bb[1]); });
+    check_bf16_close(n, w, dl::matmul(abs_f(ba), abs_f(bb[1])), "matmul 3-d @ 2-d, transposed batch");
+  }
+  {
+    const Tensor<B> w4 = det16<B>({4, 5, 53, 7}, 204), b4 = det16<B>({5, 7, 6}, 205);
+    const auto [n, w] = both([&] { return dl::matmul(w4, b4); });
+    CHECK(n.shape() == Shape{4, 5, 53, 6});
+    check_bf16_close(n, w, dl::matmul(abs_f(w4), abs_f(b4)), "matmul broadcast batch");
+  }
+  const Tensor<B> x = det16<B>({2, 17, 53}, 206), wl = det16<B>({29, 53}, 207), bl = det16<B>({29}, 208);
+  {
+    const auto [n, w] = both([&] { return F::linear(x, wl, bl); });
+    const Tensor<float> bound = Tensor<float>(dl::matmul(abs_f(x), abs_f(wl).t()) + abs_f(bl));
+    check_bf16_close(n, w, bound, "linear with bias");
+    const auto [nr, wr] = both([&] { return F::linear(x, wl, Tensor<B>{}, dl::expr::Relu{}); });
+    check_bf16_close(nr, wr, dl::matmul(abs_f(x), abs_f(wl).t()), "linear relu");
+    for (int64_t i = 0; i < nr.numel(); ++i) CHECK(float(nr.contiguous().data()[i]) >= 0.0f);
+  }
+  // The bias is added in float before the one rounding: 256 + 1 + 0.5 rounds to 258 (bfloat16
+  // keeps 8 bits), where rounding the product first (257 -> 256) and adding 0.5 would give 256.
+  {
+    const Tensor<B> one = dl::ones<float>({1, 2}).to<B>(), w2 = dl::tensor<float>({256.0f, 1.0f}).reshape({1, 2}).to<B>(), half = dl::tensor<float>({0.5f}).to<B>();
+    const Tensor<B> y = F::linear(one, w2, half);
+    CHECK(float(y[0][0].item()) == 258.0f);
+  }
+  // Gradients through the native path: the same products, against the widening path's.
+  auto grads = [&](bool native) {
+    dl::set_bf16_dot(native ? dl::Bf16Dot::on : dl::Bf16Dot::off);
+    Tensor<B> xi = x.detach().requires_grad_(), wi = wl.detach().requires_grad_(), bi = bl.detach().requires_grad_();
+    Tensor<B> p = ba.detach().requires_grad_(), q = m.detach().requires_grad_();
+    const Tensor<float> up = refbin::det<float>({2, 17, 29}, 209);
+    (F::linear(xi, wi, bi).to_float() * up).sum().backward();
+    (dl::matmul(p, q).to_float() * refbin::det<float>({3, 17, 29}, 210)).sum().backward();
+    dl::set_bf16_dot(dl::Bf16Dot::on);
+    return std::vector<Tensor<B>>{xi.grad(), wi.grad(), bi.grad(), p.grad(), q.grad()};
+  };
+  const auto gn = grads(true), gw = grads(false);
+  const char* names[] = {"linear grad input", "linear grad weight", "linear grad bias", "matmul grad a", "matmul grad b"};
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(gn[i].defined());
+    // The bound: the gradient's products in absolute value (a generous stand-in: the same scale).
+    check_bf16_close(gn[i], gw[i], Tensor<float>(dl::ones<float>(gw[i].shape()) * 8.0f), names[i]);
+  }
+  // Shapes that do not multiply raise float's messages on the native path too.
+  CHECK_ERROR(dl::mm(m, m), "mat1 and mat2 shapes cannot be multiplied (53x29 and 53x29)");
+  CHECK_ERROR(dl::matmul(ba, bb[0].t()), "cannot be multiplied");
+  CHECK_ERROR(F::linear(x, wl.t(), bl), "linear: input has 53 features but the layer expects 29");
 }
 
 TEST_CASE("half: the integer conversions agree with the hardware's") {

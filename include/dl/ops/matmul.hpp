@@ -9,6 +9,7 @@
 
 #include "../tensor.hpp"
 #include "gemm.hpp"
+#include "gemm_bf16.hpp"
 #include "kernel_backward.hpp"
 #include "../expr/boundaries.hpp"
 
@@ -255,6 +256,36 @@ void batched_gemm(const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& out, 
   }
 }
 
+/// Whether a product of these bfloat16 operands runs natively (gemm_bf16, dl/ops/gemm_bf16.hpp):
+/// CPU tensors on a CPU where the dot-product instruction is enabled. Otherwise 16-bit products
+/// widen to float (in_float).
+template <class T>
+bool native_bf16(const Tensor<T>& a, const Tensor<T>& b) {
+  if constexpr (std::is_same_v<T, BFloat16>) return !a.device().is_cuda() && !b.device().is_cuda() && bf16_dot_enabled();
+  else return false;
+}
+
+/// batched_gemm for bfloat16 CPU operands (out = a @ b, rounded once; optional per-column bias).
+inline void batched_gemm_bf16(const Tensor<BFloat16>& a, const Tensor<BFloat16>& b, const Tensor<BFloat16>& out,
+                              const BFloat16* bias = nullptr) {
+  DL_CHECK(!out.device().is_cuda() && cpu_has_bf16_dot(), "internal: batched_gemm_bf16 needs CPU tensors and AVX512-BF16");
+  const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
+  const BatchGeometry geo = batch_geometry(a, b, out);
+  const int64_t nb = numel(geo.batch);
+  if (nb == 0 || M == 0 || N == 0) return;
+  const MatrixRef<BFloat16> A = matrix_ref(a), B = matrix_ref(b);
+  auto one = [&](int64_t i) {
+    gemm_bf16(M, N, K, {A.data + batch_offset(i, geo.batch, geo.sa), A.rs, A.cs},
+              {B.data + batch_offset(i, geo.batch, geo.sb), B.rs, B.cs}, out.data() + i * M * N, N, bias);
+  };
+  if (nb > 1 && M * N * std::max<int64_t>(K, 1) < (int64_t(1) << 21))
+    parallel_for(0, nb, 1, [&](int64_t i0, int64_t i1) {  // small products: one per thread (gemm_bf16 runs serially)
+      for (int64_t i = i0; i < i1; ++i) one(i);
+    });
+  else
+    for (int64_t i = 0; i < nb; ++i) one(i);
+}
+
 template <class T>
 Tensor<T> transpose_last(const Tensor<T>& t) {
   return t.transpose(-1, -2);
@@ -278,7 +309,8 @@ Tensor<T> matmul_nd(const Tensor<T>& a, const Tensor<T>& b, const char* name) {
   Tensor<T> out = empty<T>(so, a.device());
   {
     NoGradGuard no_grad;
-    batched_gemm(a.expand(sa), b.expand(sb), out, T(1), T(0));
+    if constexpr (std::is_same_v<T, BFloat16>) batched_gemm_bf16(a.expand(sa), b.expand(sb), out);
+    else batched_gemm(a.expand(sa), b.expand(sb), out, T(1), T(0));
   }
   return record_kernel(out, name, {a, b}, [name](const Tensor<T>& g, const std::vector<Tensor<T>>& s, const std::vector<bool>& needs) {
     std::vector<TensorImplPtr> r(2);
@@ -386,6 +418,25 @@ bool can_fold(const Tensor<T>& t, int n) {
   return true;
 }
 
+/// matmul of bfloat16 CPU tensors on the dot-product path: every case as a matrix product
+/// (vectors as 1-row / 1-column matrices). @pre native_bf16(a, b), dims >= 1, K agrees.
+inline Tensor<BFloat16> matmul_bf16(const Tensor<BFloat16>& a, const Tensor<BFloat16>& b) {
+  const int d1 = a.dim(), d2 = b.dim();
+  const int64_t K = a.size(-1);
+  if (d1 >= 2 && d2 <= 2 && K > 0 && can_fold(a, d1 - 1)) {  // (..., M, K) @ (K[, N]): the rows as one matrix
+    Shape out_shape = a.shape();
+    out_shape.pop_back();
+    if (d2 == 2) out_shape.push_back(b.size(1));
+    return matmul_nd(a.reshape({-1, K}), d2 == 1 ? b.unsqueeze(1) : b, d1 == 2 && d2 == 2 ? "MmBackward" : "MatmulBackward")
+        .reshape(out_shape);
+  }
+  Tensor<BFloat16> out = matmul_nd(d1 == 1 ? a.unsqueeze(0) : a, d2 == 1 ? b.unsqueeze(1) : b,
+                                   d1 >= 3 && d2 >= 3 ? "BmmBackward" : "MatmulBackward");
+  if (d1 == 1) out = out.squeeze(-2);
+  if (d2 == 1) out = out.squeeze(-1);
+  return out;
+}
+
 }  // namespace detail
 
 template <expression A, expression B>
@@ -411,9 +462,17 @@ Tensor<expr::value_type_t<A>> mv(const A& mat, const B& vec) {
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> mm(const A& a, const B& b) {
   detail::check_product_types<A, B>("mm");
-  if constexpr (half_float<expr::value_type_t<A>>)
-    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return mm(x...); }, a, b);
-  else {
+  if constexpr (half_float<expr::value_type_t<A>>) {
+    const auto ta = detail::materialize(a);
+    const auto tb = detail::materialize(b);
+    if constexpr (std::is_same_v<expr::value_type_t<A>, BFloat16>) {
+      if (detail::native_bf16(ta, tb)) {
+        detail::check_mm(ta, tb);
+        return detail::matmul_nd(ta, tb, "MmBackward");
+      }
+    }
+    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return mm(x...); }, ta, tb);
+  } else {
     const auto ta = detail::materialize(a);
     const auto tb = detail::materialize(b);
     detail::check_mm(ta, tb);
@@ -424,9 +483,17 @@ Tensor<expr::value_type_t<A>> mm(const A& a, const B& b) {
 template <expression A, expression B>
 Tensor<expr::value_type_t<A>> bmm(const A& batch1, const B& batch2) {
   detail::check_product_types<A, B>("bmm");
-  if constexpr (half_float<expr::value_type_t<A>>)
-    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return bmm(x...); }, batch1, batch2);
-  else {
+  if constexpr (half_float<expr::value_type_t<A>>) {
+    const auto ta = detail::materialize(batch1);
+    const auto tb = detail::materialize(batch2);
+    if constexpr (std::is_same_v<expr::value_type_t<A>, BFloat16>) {
+      if (detail::native_bf16(ta, tb)) {
+        detail::check_bmm(ta, tb);
+        return detail::matmul_nd(ta, tb, "BmmBackward");
+      }
+    }
+    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return bmm(x...); }, ta, tb);
+  } else {
     const auto ta = detail::materialize(batch1);
     const auto tb = detail::materialize(batch2);
     detail::check_bmm(ta, tb);
@@ -438,9 +505,17 @@ template <expression A, expression B>
 Tensor<expr::value_type_t<A>> matmul(const A& a_, const B& b_) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::matmul", a_, b_);
   detail::check_product_types<A, B>("matmul");
-  if constexpr (half_float<expr::value_type_t<A>>)
-    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return matmul(x...); }, a_, b_);
-  else {
+  if constexpr (half_float<expr::value_type_t<A>>) {
+    const auto a = detail::materialize(a_);
+    const auto b = detail::materialize(b_);
+    const int d1 = a.dim(), d2 = b.dim();
+    if constexpr (std::is_same_v<expr::value_type_t<A>, BFloat16>) {
+      // Shapes that do not multiply take the widening path, which raises float's messages.
+      if (detail::native_bf16(a, b) && d1 >= 1 && d2 >= 1 && a.size(-1) == (d2 == 1 ? b.size(0) : b.size(-2)))
+        return detail::matmul_bf16(a, b);
+    }
+    return detail::in_float<expr::value_type_t<A>>([](const auto&... x) { return matmul(x...); }, a, b);
+  } else {
     const auto a = detail::materialize(a_);
     const auto b = detail::materialize(b_);
     const int d1 = a.dim(), d2 = b.dim();

@@ -175,16 +175,17 @@ Tensor<T> fold_windows(const Tensor<T>& g, const Shape& in, int dim, int64_t siz
 template <class T>
 class UnfoldBackward : public autograd::Node {
  public:
-  UnfoldBackward(std::string name, Shape in, int dim, int64_t size, int64_t step)
-      : name_(std::move(name)), in_(in), dim_(dim), size_(size), step_(step) {}
-  std::string name() const override { return name_; }
+  /// of_fold: the node of fold_windows (its backward is unfold), else of unfold (its backward is fold_windows).
+  UnfoldBackward(bool of_fold, Shape in, int dim, int64_t size, int64_t step)
+      : of_fold_(of_fold), in_(in), dim_(dim), size_(size), step_(step) {}
+  std::string name() const override { return of_fold_ ? "UnfoldBackwardBackward" : "UnfoldBackward"; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> g) override {
-    if (name_ == "UnfoldBackwardBackward") return {Tensor<T>(g[0]).unfold(dim_, size_, step_).impl()};
+    if (of_fold_) return {Tensor<T>(g[0]).unfold(dim_, size_, step_).impl()};
     return {fold_windows(Tensor<T>(g[0]), in_, dim_, size_, step_).impl()};
   }
 
  private:
-  std::string name_;
+  bool of_fold_;
   Shape in_;
   int dim_;
   int64_t size_, step_;
@@ -204,7 +205,7 @@ Tensor<T> fold_windows(const Tensor<T>& g, const Shape& in, int dim, int64_t siz
     }
   }
   if (autograd::any_requires_grad(g)) {
-    auto node = std::make_shared<UnfoldBackward<T>>("UnfoldBackwardBackward", in, dim, size, step);
+    auto node = std::make_shared<UnfoldBackward<T>>(true, in, dim, size, step);
     node->mutable_next_edges().push_back(autograd::gradient_edge(g.impl()));
     autograd::set_history(out, node);
   }
@@ -885,7 +886,7 @@ Tensor<T> Tensor<T>::unfold(int64_t dimension, int64_t size, int64_t step) const
   }
   const Shape in = shape();
   return detail::make_view(*this, s, st, storage_offset(),
-                           [&] { return std::make_shared<detail::UnfoldBackward<T>>("UnfoldBackward", in, d, size, step); });
+                           [&] { return std::make_shared<detail::UnfoldBackward<T>>(false, in, d, size, step); });
 }
 
 template <scalar_type T>

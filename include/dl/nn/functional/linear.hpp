@@ -30,15 +30,7 @@ template <expression E, class Act, class T>
 Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias, Act act) {
   const ::dl::profiler::detail::RecordScope dl_profile_scope_("aten::linear", input, weight, bias);
   static_assert(std::is_same_v<expr::value_type_t<E>, T>, "linear: input and weight must have the same element type");
-  if constexpr (half_float<T>) {
-    // dl::Half / dl::BFloat16: the product in float (widened operands), rounded once, then the
-    // activation on the rounded result (matmul's rule, dl/ops/matmul.hpp).
-    const Tensor<float> wide = linear(dl::detail::widened(input), weight.to_float(), bias.defined() ? bias.to_float() : Tensor<float>{});
-    const Tensor<T> y = wide.template to<T>();
-    if constexpr (std::is_same_v<Act, dl::detail::Identity>) return y;
-    else return Tensor<T>(expr::apply(act, y));
-  } else {
-    const Tensor<T> x = dl::detail::materialize(input);
+  const auto check = [&](const auto& x) {
     DL_CHECK(weight.dim() == 2, "linear: weight must be a matrix [out_features, in_features], got shape ", weight.shape());
     DL_CHECK(x.dim() >= 1, "linear: input must have at least one dimension");
     const int64_t in = weight.size(1), outf = weight.size(0);
@@ -46,6 +38,24 @@ Tensor<T> linear(const E& input, const Tensor<T>& weight, const Tensor<T>& bias,
              x.shape(), ")");
     DL_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == outf), "linear: bias of shape ",
              bias.defined() ? bias.shape() : Shape{}, " does not match out_features = ", outf);
+  };
+  if constexpr (half_float<T>) {
+    // dl::Half / dl::BFloat16: the product accumulated in float and rounded once — on the CPU's
+    // bfloat16 dot-product instruction where it is enabled (dl/ops/gemm_bf16.hpp), else on the
+    // operands widened to float — then the activation on the rounded result (matmul's rule).
+    const Tensor<T> x = dl::detail::materialize(input);
+    Tensor<T> y;
+    if (dl::detail::native_bf16(x, weight) && !(bias.defined() && bias.device().is_cuda())) {
+      check(x);
+      if constexpr (std::is_same_v<T, BFloat16>) y = dl::detail::linear_bf16(x, weight, bias);
+    } else {
+      y = linear(dl::detail::widened(x), weight.to_float(), bias.defined() ? bias.to_float() : Tensor<float>{}).template to<T>();
+    }
+    if constexpr (std::is_same_v<Act, dl::detail::Identity>) return y;
+    else return Tensor<T>(expr::apply(act, y));
+  } else {
+    const Tensor<T> x = dl::detail::materialize(input);
+    check(x);
     return dl::detail::linear_op(x, weight, bias, act);
   }
 }
