@@ -3,6 +3,7 @@
 // for autograd as one node (LinearReluBackward when the activation is relu).
 #pragma once
 
+#include <concepts>
 #include <type_traits>
 #include <vector>
 
@@ -130,16 +131,19 @@ Tensor<T> linear_op(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>
 
 /// x @ weight^T + bias for bfloat16 CPU tensors on the dot-product instruction (native_bf16): the
 /// bias added in float before the one rounding, recorded as linear_op's node. @pre F::linear's checks.
-inline Tensor<BFloat16> linear_bf16(const Tensor<BFloat16>& x, const Tensor<BFloat16>& weight, const Tensor<BFloat16>& bias) {
+/// T is BFloat16 (a template: instantiated only where called).
+template <class T>
+  requires std::same_as<T, BFloat16>
+Tensor<T> linear_bf16(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias) {
   const int64_t in = weight.size(1), outf = weight.size(0);
   Shape out_shape = x.shape();
   out_shape[out_shape.size() - 1] = outf;
-  const Tensor<BFloat16> x2 = x.reshape({-1, in});
-  const Tensor<BFloat16> b = bias.defined() ? bias.contiguous() : Tensor<BFloat16>();
-  Tensor<BFloat16> out = empty<BFloat16>({x2.size(0), outf});
+  const Tensor<T> x2 = x.reshape({-1, in});
+  const Tensor<T> b = bias.defined() ? bias.contiguous() : Tensor<T>();
+  Tensor<T> out = empty<T>({x2.size(0), outf});
   batched_gemm_bf16(x2, weight.t(), out, b.defined() ? b.data() : nullptr);
   if (autograd::any_requires_grad(x, weight, bias))
-    out = record_kernel(out, "AddmmBackward", {x2, weight, Tensor<BFloat16>()}, linear_rule<BFloat16>(false), x2, weight, bias);
+    out = record_kernel(out, "AddmmBackward", {x2, weight, Tensor<T>()}, linear_rule<T>(false), x2, weight, bias);
   return out.reshape(out_shape);
 }
 

@@ -4,6 +4,7 @@
 // Every product records a backward rule made of differentiable products (second derivatives work).
 #pragma once
 
+#include <concepts>
 #include <type_traits>
 #include <vector>
 
@@ -266,14 +267,16 @@ bool native_bf16(const Tensor<T>& a, const Tensor<T>& b) {
 }
 
 /// batched_gemm for bfloat16 CPU operands (out = a @ b, rounded once; optional per-column bias).
-inline void batched_gemm_bf16(const Tensor<BFloat16>& a, const Tensor<BFloat16>& b, const Tensor<BFloat16>& out,
-                              const BFloat16* bias = nullptr) {
+/// T is BFloat16 (a template so that it is instantiated only where called, as gemm_bf16).
+template <class T>
+  requires std::same_as<T, BFloat16>
+void batched_gemm_bf16(const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& out, const T* bias = nullptr) {
   DL_CHECK(!out.device().is_cuda() && cpu_has_bf16_dot(), "internal: batched_gemm_bf16 needs CPU tensors and AVX512-BF16");
   const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
   const BatchGeometry geo = batch_geometry(a, b, out);
   const int64_t nb = numel(geo.batch);
   if (nb == 0 || M == 0 || N == 0) return;
-  const MatrixRef<BFloat16> A = matrix_ref(a), B = matrix_ref(b);
+  const MatrixRef<T> A = matrix_ref(a), B = matrix_ref(b);
   auto one = [&](int64_t i) {
     gemm_bf16(M, N, K, {A.data + batch_offset(i, geo.batch, geo.sa), A.rs, A.cs},
               {B.data + batch_offset(i, geo.batch, geo.sb), B.rs, B.cs}, out.data() + i * M * N, N, bias);
@@ -419,8 +422,10 @@ bool can_fold(const Tensor<T>& t, int n) {
 }
 
 /// matmul of bfloat16 CPU tensors on the dot-product path: every case as a matrix product
-/// (vectors as 1-row / 1-column matrices). @pre native_bf16(a, b), dims >= 1, K agrees.
-inline Tensor<BFloat16> matmul_bf16(const Tensor<BFloat16>& a, const Tensor<BFloat16>& b) {
+/// (vectors as 1-row / 1-column matrices). @pre native_bf16(a, b), dims >= 1, K agrees. T is BFloat16.
+template <class T>
+  requires std::same_as<T, BFloat16>
+Tensor<T> matmul_bf16(const Tensor<T>& a, const Tensor<T>& b) {
   const int d1 = a.dim(), d2 = b.dim();
   const int64_t K = a.size(-1);
   if (d1 >= 2 && d2 <= 2 && K > 0 && can_fold(a, d1 - 1)) {  // (..., M, K) @ (K[, N]): the rows as one matrix
@@ -430,7 +435,7 @@ inline Tensor<BFloat16> matmul_bf16(const Tensor<BFloat16>& a, const Tensor<BFlo
     return matmul_nd(a.reshape({-1, K}), d2 == 1 ? b.unsqueeze(1) : b, d1 == 2 && d2 == 2 ? "MmBackward" : "MatmulBackward")
         .reshape(out_shape);
   }
-  Tensor<BFloat16> out = matmul_nd(d1 == 1 ? a.unsqueeze(0) : a, d2 == 1 ? b.unsqueeze(1) : b,
+  Tensor<T> out = matmul_nd(d1 == 1 ? a.unsqueeze(0) : a, d2 == 1 ? b.unsqueeze(1) : b,
                                    d1 >= 3 && d2 >= 3 ? "BmmBackward" : "MatmulBackward");
   if (d1 == 1) out = out.squeeze(-2);
   if (d2 == 1) out = out.squeeze(-1);
