@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""PyTorch side of bench/linalg.cpp: prints, per round, the median time (ms) of torch.linalg.solve
-(A [512, 512], B [512, 512]), torch.linalg.svd (full_matrices=False) and torch.linalg.cholesky on
-512 x 512 float32 matrices, 2 threads.
+"""PyTorch side of bench/linalg.cpp: prints, per round, one line of median times (ms) of
+torch.linalg.solve (A [n, n], B [n, n]), svd (full_matrices=False), cholesky, qr (reduced) and
+eigh on n x n float32 matrices, 2 threads (the inputs are built as bench/linalg.cpp builds its own).
 usage: linalg.py N ROUNDS"""
 import sys
 
@@ -15,7 +15,9 @@ torch.manual_seed(0)
 A = torch.randn(n, n) + n**0.5 * torch.eye(n)
 B = torch.randn(n, n)
 S = A @ A.mT + torch.eye(n)
+reps = 7 if n <= 512 else 3
 
 for _ in range(rounds):
-    print(median_ms(lambda: torch.linalg.solve(A, B), 7), median_ms(lambda: torch.linalg.svd(A, full_matrices=False), 5),
-          median_ms(lambda: torch.linalg.cholesky(S), 7), flush=True)
+    print(median_ms(lambda: torch.linalg.solve(A, B), reps), median_ms(lambda: torch.linalg.svd(A, full_matrices=False), reps),
+          median_ms(lambda: torch.linalg.cholesky(S), reps), median_ms(lambda: torch.linalg.qr(A), reps),
+          median_ms(lambda: torch.linalg.eigh(S), reps), flush=True)
