@@ -249,7 +249,11 @@ conv_cases = [(2, 3, 7, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
               (1, 3, 17, 5, 2, 3, 1, 3, 1, 1, 0, 2, 1, 1, 0),       # odd sizes, stride 3, dilation 2
               (1, 2, 3, 3, 129, 3, 3, 1, 1, 0, 0, 1, 1, 1, 1),      # one output pixel, many channels
               (1, 30, 7, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),      # deeper K (two K blocks)
-              (0, 3, 5, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, 1)]        # empty batch
+              (0, 3, 5, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, 1),        # empty batch
+              # Small images with >= 32 channels: the weight gradient's channels-last product
+              (1, 32, 5, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+              (1, 33, 7, 5, 5, 3, 2, 2, 1, 1, 0, 1, 2, 1, 0),       # stride, dilation, uneven padding
+              (2, 32, 4, 4, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0)]       # ResNet's 4x4 stage
 for k, c in enumerate(conv_cases):
     N, C, H, W, O, kh, kw, sh, sw, ph, pw, dh, dw, groups, has_bias = c
     name = f"conv2d/{k}"

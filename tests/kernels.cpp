@@ -609,6 +609,10 @@ TEST_CASE("gradients by central differences (double)") {
     gradcheck([](const V& in) { return F::conv2d(in[0], in[1], {}, 1, 1); }, {det<double>({1, 2, 4, 5}, 4), det<double>({3, 2, 1, 1}, 5)});
     gradcheck([](const V& in) { return F::conv2d(in[0], in[1]); }, {det<double>({2, 2, 9, 8}, 6), det<double>({3, 2, 5, 5}, 7)});
   }
+  SUBCASE("weight gradient of small images with many channels (the channels-last product), stride and dilation") {
+    gradcheck([](const V& in) { return F::conv2d(in[0], in[1], {}, {2, 1}, {1, 0}, {1, 2}); },
+              {det<double>({1, 32, 5, 4}, 1), det<double>({2, 32, 3, 2}, 2)});
+  }
   SUBCASE("conv_transpose2d and conv1d") {
     gradcheck([](const V& in) { return F::conv_transpose2d(in[0], in[1], in[2], 2, 1, 1, 2); },
               {det<double>({1, 4, 3, 3}, 1), det<double>({4, 1, 3, 3}, 2), det<double>({2}, 3)});
