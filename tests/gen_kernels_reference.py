@@ -253,7 +253,12 @@ conv_cases = [(2, 3, 7, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
               # Small images with >= 32 channels: the weight gradient's channels-last product
               (1, 32, 5, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
               (1, 33, 7, 5, 5, 3, 2, 2, 1, 1, 0, 1, 2, 1, 0),       # stride, dilation, uneven padding
-              (2, 32, 4, 4, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0)]       # ResNet's 4x4 stage
+              (2, 32, 4, 4, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0),       # ResNet's 4x4 stage
+              # >= 64 channels: the forward pass's channels-last product (and a stride-1 input
+              # gradient's, which is a forward pass over 64 output channels)
+              (1, 64, 5, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+              (1, 4, 5, 5, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0),
+              (1, 64, 5, 4, 2, 3, 2, 2, 1, 1, 0, 1, 2, 1, 1)]       # stride, dilation, uneven padding
 for k, c in enumerate(conv_cases):
     N, C, H, W, O, kh, kw, sh, sw, ph, pw, dh, dw, groups, has_bias = c
     name = f"conv2d/{k}"
