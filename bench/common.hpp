@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <dl/parallel.hpp>
+#include <dl/xsimd.hpp>
 
 namespace bench {
 
@@ -32,6 +33,40 @@ void static_halves(int64_t n, int64_t align, F&& body) {
   dl::detail::parallel_for(0, 2, 1, [&](int64_t b, int64_t e) {
     for (int64_t part = b; part < e; ++part) body(part, part == 0 ? 0 : mid, part == 0 ? mid : n);
   });
+}
+
+/// The machine's float FMA peak in GFLOP/s on `threads` threads of dl's team: 12 independent
+/// accumulators of full-width fused multiply-adds per thread (what a GEMM micro-kernel can reach).
+inline double fma_peak_gflops(int threads) {
+  using B = xsimd::batch<float>;
+  constexpr int64_t kIters = 20000000;
+  std::vector<double> rate(size_t(threads), 0.0);
+  dl::detail::parallel_for(0, threads, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      B acc[12];
+      for (int i = 0; i < 12; ++i) acc[i] = B(1.0f + float(i) * 1e-7f);
+      const B m(0.999999f), a(1e-7f);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int64_t k = 0; k < kIters; ++k) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; ++i) {
+          acc[i] = xsimd::fma(acc[i], m, a);
+          // Each result is live: without this GCC folded two of the twelve chains away and the
+          // figure came out 12/10 of the truth.
+          asm volatile("" : "+v"(acc[i].data));
+        }
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      B sum = acc[0];
+      for (int i = 1; i < 12; ++i) sum += acc[i];
+      volatile float sink = xsimd::hadd(sum);
+      (void)sink;
+      rate[size_t(t)] = double(kIters) * 12 * B::size * 2 / s * 1e-9;
+    }
+  });
+  double total = 0;
+  for (double r : rate) total += r;
+  return total;
 }
 
 template <class F>

@@ -59,7 +59,10 @@ def main():
             workload, impl = key.rsplit("/", 1)
             rows.setdefault(workload, {})[impl] = (statistics.median(r["values"]), r["unit"])
         impls = ["dl", "dl+openblas", "torch"]
-        print(f"\n{'workload':<28}" + "".join(f"{i:>14}" for i in impls) + f"{'dl vs torch':>14}")
+        peak = rows.pop("fma_peak", {}).get("dl", (0, ""))[0]
+        if peak:
+            print(f"\nfloat FMA peak of this machine ({args.threads} threads): {peak:.0f} GFLOP/s; '% peak' is dl's share of it")
+        print(f"\n{'workload':<34}" + "".join(f"{i:>14}" for i in impls) + f"{'dl vs torch':>14}" + (f"{'% peak':>9}" if peak else ""))
         for workload, vals in rows.items():
             unit = next(iter(vals.values()))[1]
             cells = "".join(f"{vals[i][0]:>10.4g} {'GF/s' if unit == 'GFLOP/s' else 'ms':<3}" if i in vals else f"{'-':>14}"
@@ -68,7 +71,8 @@ def main():
             if "dl" in vals and "torch" in vals:
                 d, t = vals["dl"][0], vals["torch"][0]
                 ratio = f"{(d / t if unit == 'GFLOP/s' else t / d):.2f}x"
-            print(f"{workload:<28}{cells}{ratio:>14}")
+            share = f"{100 * vals['dl'][0] / peak:>8.0f}%" if peak and unit == "GFLOP/s" and "dl" in vals else ""
+            print(f"{workload:<34}{cells}{ratio:>14}{share}")
     print(f"\nload average at end: {load_average()}")
 
 

@@ -617,6 +617,8 @@ TEST_CASE("gradients by central differences (double)") {
     gradcheck([](const V& in) { return F::conv2d(in[0], in[1], in[2], 1, 1); },
               {det<double>({1, 64, 3, 4}, 1), det<double>({2, 64, 3, 3}, 2), det<double>({2}, 3)});
     gradcheck([](const V& in) { return F::conv2d(in[0], in[1], {}, 1, 1); }, {det<double>({1, 2, 3, 3}, 4), det<double>({64, 2, 3, 3}, 5)});
+    gradcheck([](const V& in) { return F::conv2d(in[0], in[1], {}, {2, 3}, {1, 0}, {1, 2}); },
+              {det<double>({1, 2, 6, 7}, 6), det<double>({64, 2, 3, 2}, 7)});
   }
   SUBCASE("conv_transpose2d and conv1d") {
     gradcheck([](const V& in) { return F::conv_transpose2d(in[0], in[1], in[2], 2, 1, 1, 2); },

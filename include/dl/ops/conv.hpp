@@ -469,6 +469,16 @@ Tensor<T> conv2d_weight_wide(const Tensor<T>& x, const Tensor<T>& gy, const Shap
   return gw;
 }
 
+/// dst[i] += src[i] for i < n.
+template <class T>
+DL_INLINE void add_into(T* __restrict dst, const T* __restrict src, int64_t n) {
+  using V = xsimd::batch<T>;
+  constexpr int64_t W = V::size;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) (V::load_unaligned(dst + i) + V::load_unaligned(src + i)).store_unaligned(dst + i);
+  for (; i < n; ++i) dst[i] += src[i];
+}
+
 // ---- channels last: small images with many channels
 //
 // With few pixels per image (ResNet's 8x8 and 4x4 stages), a product per image has little to
@@ -567,14 +577,16 @@ Tensor<T> conv2d_weight_channels_last(const Tensor<T>& x, const Tensor<T>& gy, c
 }
 
 /// Whether a convolution's forward pass (and so a stride-1 input gradient, a forward pass with
-/// flipped weights) takes the channels-last product: one group, at least 64 input channels, a kernel
-/// larger than 1 x 1, and at most 8 x 8 output pixels or a stride. Measured here (2 threads, batch
+/// flipped weights) takes the channels-last product: one group, at least 64 input channels, and at
+/// most 8 x 8 output pixels or a stride (1x1 kernels: at most 4 x 4 output pixels). Measured here (2 threads, batch
 /// 128, 3x3 kernels, ms of the per-image form -> this one): 512 channels at 4x4 100 -> 61, 256 at
 /// 8x8 66 -> 58, stride 2 from 8x8 to 4x4 (256 -> 512 channels) 80 -> 32, from 16x16 36 -> 32; it
 /// loses at 128 channels of 16x16 (51 -> 69), 48 channels of 7x7 (2.5 -> 3.0) and for 1x1 kernels
 /// (5.2 -> 8.3 at 128 channels of 16x16, stride 2).
 inline bool forward_channels_last(const ConvGeometry& g, const ConvParams& p) {
-  return g.G == 1 && g.C >= 64 && g.KH * g.KW > 1 && (g.OHW() <= 64 || p.stride != Size2(1));
+  if (g.G != 1 || g.C < 64) return false;
+  if (g.KH * g.KW == 1) return g.OHW() <= 16;  // 1x1, stride 2 from 8x8 (256 -> 512 channels): 8.0 -> 4.9 ms
+  return g.OHW() <= 64 || p.stride != Size2(1);
 }
 
 /// The forward pass as one product over the batch: y[o, (n, q)] = sum over taps t and channels c of
@@ -632,6 +644,73 @@ Tensor<T> conv2d_forward_channels_last(const Tensor<T>& x, const Tensor<T>& w, c
   return y;
 }
 
+/// Whether the input gradient of a strided convolution (not itself a convolution of gy) takes the
+/// channels-last product: one group, at least 64 output channels, a kernel larger than 1 x 1, at
+/// most 4 x 4 output pixels. Measured here (batch 64, 2 threads, GFLOP/s of the per-image products
+/// -> this one): 256 -> 512 channels, 3x3 stride 2 from 8x8 68 -> 156; it loses with 8 x 8 outputs
+/// (128 -> 256 channels from 16x16: 156 -> 142) and for 1x1 kernels (141 -> 59 from 16x16).
+inline bool input_grad_channels_last(const ConvGeometry& g, const ConvParams& p) {
+  return g.G == 1 && g.O >= 64 && p.stride != Size2(1) && g.OHW() <= 16 && g.KH * g.KW > 1;
+}
+
+/// The input gradient as one product over the batch: col[(n, q), (t, c)] = sum over o of
+/// gy[n, o, q] w[o, c, t]; each row's taps are then added at their input positions in a padded
+/// channels-last image, which is cropped and copied back to [N, C, H, W].
+template <class T>
+Tensor<T> conv2d_input_channels_last(const Tensor<T>& gy, const Tensor<T>& w, const ConvGeometry& g, const ConvParams& p) {
+  const int64_t Hp = g.H + 2 * p.padding.h, Wp = g.W + 2 * p.padding.w, C = g.C, O = g.O, KT = g.KH * g.KW, OHW = g.OHW();
+  const int64_t pix = g.N * OHW, cols = KT * C;
+  ScratchBuffer wbuf(size_t(O * cols) * sizeof(T)), cbuf(size_t(pix * cols) * sizeof(T));
+  T* const wt = wbuf.as<T>();
+  T* const col = cbuf.as<T>();
+  const T* const wd = w.data();
+  parallel_for(0, O, 4, [&](int64_t o0, int64_t o1) {  // wt[o, (t, c)] = w[o, c, t]
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t t = 0; t < KT; ++t) wt[o * cols + t * C + c] = wd[(o * C + c) * KT + t];
+  });
+  const T* const gyd = gy.data();
+  // A((n, q), o) = gy[n, o, q]: for each o, runs of consecutive pixels of an image.
+  auto pack_a = [&](int64_t i0, int mr, int64_t k0, int64_t kc, T* __restrict dst) {
+    for (int64_t k = k0; k < k0 + kc; ++k, dst += mr)
+      for (int i = 0; i < mr;) {
+        const int64_t r = i0 + i, n = r / OHW, q = r % OHW, run = std::min<int64_t>(OHW - q, mr - i);
+        std::memcpy(dst + i, gyd + (n * O + k) * OHW + q, size_t(run) * sizeof(T));
+        i += int(run);
+      }
+  };
+  const MatrixRef<T> B{wt, cols, 1};
+  gemm_packed<T>(
+      pix, cols, O, T(1), pack_a, [&B](int64_t j0, int nr, int64_t k0, int64_t kc, T* dst) { pack_b_panel(B, j0, nr, k0, kc, dst); },
+      T(0), col, cols, Epilogue<T>{}, 0);
+  std::vector<int64_t> tap(static_cast<size_t>(KT));  // offset of tap (ki, kj) in a padded image
+  for (int64_t ki = 0; ki < g.KH; ++ki)
+    for (int64_t kj = 0; kj < g.KW; ++kj) tap[size_t(ki * g.KW + kj)] = (ki * p.dilation.h * Wp + kj * p.dilation.w) * C;
+  Tensor<T> gx = empty<T>({g.N, C, g.H, g.W});
+  T* const out = gx.data();
+  const int64_t HW = g.H * g.W;
+  parallel_for(0, g.N, 1, [&](int64_t n0, int64_t n1) {
+    ScratchBuffer ibuf(size_t(Hp * Wp * C) * sizeof(T));
+    T* const img = ibuf.as<T>();
+    for (int64_t n = n0; n < n1; ++n) {
+      std::fill(img, img + Hp * Wp * C, T(0));
+      for (int64_t q = 0; q < OHW; ++q) {
+        T* base = img + ((q / g.OW) * p.stride.h * Wp + (q % g.OW) * p.stride.w) * C;
+        const T* row = col + (n * OHW + q) * cols;
+        for (int64_t t = 0; t < KT; ++t) add_into(base + tap[size_t(t)], row + t * C, C);
+      }
+      constexpr int64_t kTile = 16;  // [HW, C] (inside the padding) -> [C, HW] in tiles
+      T* dst = out + n * C * HW;
+      for (int64_t q0 = 0; q0 < HW; q0 += kTile)
+        for (int64_t c0 = 0; c0 < C; c0 += kTile)
+          for (int64_t c = c0; c < std::min(C, c0 + kTile); ++c)
+            for (int64_t q = q0; q < std::min(HW, q0 + kTile); ++q)
+              dst[c * HW + q] = img[((q / g.W + p.padding.h) * Wp + q % g.W + p.padding.w) * C + c];
+    }
+  });
+  return gx;
+}
+
 /// Weights of the input gradient as a stride-1 convolution: w'[g Cg + c, o, ki, kj] =
 /// w[g Og + o, c, KH - 1 - ki, KW - 1 - kj].
 template <class T>
@@ -672,15 +751,6 @@ Tensor<T> conv2d_forward_raw(const Tensor<T>& x, const Tensor<T>& w, const T* bi
   return y;
 }
 
-/// dst[i] += src[i] for i < n.
-template <class T>
-DL_INLINE void add_into(T* __restrict dst, const T* __restrict src, int64_t n) {
-  using V = xsimd::batch<T>;
-  constexpr int64_t W = V::size;
-  int64_t i = 0;
-  for (; i + W <= n; i += W) (V::load_unaligned(dst + i) + V::load_unaligned(src + i)).store_unaligned(dst + i);
-  for (; i < n; ++i) dst[i] += src[i];
-}
 
 /// Adds the columns of col [(c, ki, kj), (oh, ow)] back to the image positions they were read from
 /// (the adjoint of im2col), for channels [c0, c1) of one image and group. The planes are overwritten.
@@ -770,6 +840,7 @@ Tensor<T> conv2d_input_raw(const Tensor<T>& gy, const Tensor<T>& w, const Shape&
   const ConvGeometry g = conv2d_geometry(input_shape, w.shape(), Tensor<T>(), p, "conv2d_backward");
   DL_CHECK(gy.shape() == Shape({g.N, g.O, g.OH, g.OW}), "conv2d backward: grad_output of shape ", gy.shape(),
            " does not match the output shape [", g.N, ", ", g.O, ", ", g.OH, ", ", g.OW, "]");
+  if (g.N > 0 && g.OHW() > 0 && input_grad_channels_last(g, p)) return conv2d_input_channels_last(gy, w, g, p);
   if (use_wide(g, p)) {
     // Stride 1. Either the full correlation of gy with the flipped weights (a stride-1 convolution
     // over gy padded by d (k - 1) - p), or the taps' products scattered back along wide rows;
