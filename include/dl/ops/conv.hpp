@@ -514,6 +514,26 @@ void to_channels_last_padded(const T* x, int64_t N, int64_t C, int64_t H, int64_
   });
 }
 
+/// Offsets of the taps (ki, kj) in a padded channels-last image: (ki dh Wp + kj dw) C.
+inline std::vector<int64_t> channels_last_taps(const ConvGeometry& g, const ConvParams& p) {
+  const int64_t Wp = g.W + 2 * p.padding.w;
+  std::vector<int64_t> tap(static_cast<size_t>(g.KH * g.KW));
+  for (int64_t ki = 0; ki < g.KH; ++ki)
+    for (int64_t kj = 0; kj < g.KW; ++kj) tap[size_t(ki * g.KW + kj)] = (ki * p.dilation.h * Wp + kj * p.dilation.w) * g.C;
+  return tap;
+}
+
+/// wt[o, (t, c)] = w[o, c, t]: weights [O, C, KH, KW] with the taps outermost in each row, the
+/// order of a channels-last image's runs.
+template <class T>
+void taps_major(const T* w, int64_t O, int64_t C, int64_t KT, T* wt) {
+  parallel_for(0, O, 4, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t t = 0; t < KT; ++t) wt[(o * KT + t) * C + c] = w[(o * C + c) * KT + t];
+  });
+}
+
 /// Whether a convolution's weight gradient takes the channels-last product: one group, at least
 /// 32 input channels, at most 16 x 16 output pixels, a kernel larger than 1 x 1. Measured here
 /// (2 threads, batch 128, 3x3 kernels, GFLOP/s of the per-image form -> this one): 512 channels
@@ -537,9 +557,7 @@ Tensor<T> conv2d_weight_channels_last(const Tensor<T>& x, const Tensor<T>& gy, c
   T* const xp = xbuf.as<T>();
   T* const gwt = gbuf.as<T>();
   to_channels_last_padded(x.data(), g.N, C, g.H, g.W, p.padding.h, p.padding.w, xp);
-  std::vector<int64_t> tap(static_cast<size_t>(KT));  // offset of tap (ki, kj) in xp
-  for (int64_t ki = 0; ki < g.KH; ++ki)
-    for (int64_t kj = 0; kj < g.KW; ++kj) tap[size_t(ki * g.KW + kj)] = (ki * p.dilation.h * Wp + kj * p.dilation.w) * C;
+  const std::vector<int64_t> tap = channels_last_taps(g, p);
   const T* const gyd = gy.data();
   // A(o, (n, q)) = gy[n, o, q]: runs of an image's pixels, transposed into the panel.
   auto pack_a = [&](int64_t i0, int mr, int64_t k0, int64_t kc, T* __restrict dst) {
@@ -603,15 +621,8 @@ Tensor<T> conv2d_forward_channels_last(const Tensor<T>& x, const Tensor<T>& w, c
   T* const wt = wbuf.as<T>();
   T* const yt = ybuf.as<T>();
   to_channels_last_padded(x.data(), g.N, C, g.H, g.W, p.padding.h, p.padding.w, xp);
-  const T* const wd = w.data();
-  parallel_for(0, O, 4, [&](int64_t o0, int64_t o1) {  // wt[o, (t, c)] = w[o, c, t]
-    for (int64_t o = o0; o < o1; ++o)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t t = 0; t < KT; ++t) wt[o * depth + t * C + c] = wd[(o * C + c) * KT + t];
-  });
-  std::vector<int64_t> tap(static_cast<size_t>(KT));  // offset of tap (ki, kj) in xp
-  for (int64_t ki = 0; ki < g.KH; ++ki)
-    for (int64_t kj = 0; kj < g.KW; ++kj) tap[size_t(ki * g.KW + kj)] = (ki * p.dilation.h * Wp + kj * p.dilation.w) * C;
+  taps_major(w.data(), O, C, KT, wt);
+  const std::vector<int64_t> tap = channels_last_taps(g, p);
   const MatrixRef<T> A{wt, depth, 1};
   // B((t, c), (n, oh, ow)) = xp[n, oh sh + ki dh, ow sw + kj dw, c]: each pixel's runs of channels,
   // transposed into the panel.
@@ -663,12 +674,7 @@ Tensor<T> conv2d_input_channels_last(const Tensor<T>& gy, const Tensor<T>& w, co
   ScratchBuffer wbuf(size_t(O * cols) * sizeof(T)), cbuf(size_t(pix * cols) * sizeof(T));
   T* const wt = wbuf.as<T>();
   T* const col = cbuf.as<T>();
-  const T* const wd = w.data();
-  parallel_for(0, O, 4, [&](int64_t o0, int64_t o1) {  // wt[o, (t, c)] = w[o, c, t]
-    for (int64_t o = o0; o < o1; ++o)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t t = 0; t < KT; ++t) wt[o * cols + t * C + c] = wd[(o * C + c) * KT + t];
-  });
+  taps_major(w.data(), O, C, KT, wt);
   const T* const gyd = gy.data();
   // A((n, q), o) = gy[n, o, q]: for each o, runs of consecutive pixels of an image.
   auto pack_a = [&](int64_t i0, int mr, int64_t k0, int64_t kc, T* __restrict dst) {
@@ -683,9 +689,7 @@ Tensor<T> conv2d_input_channels_last(const Tensor<T>& gy, const Tensor<T>& w, co
   gemm_packed<T>(
       pix, cols, O, T(1), pack_a, [&B](int64_t j0, int nr, int64_t k0, int64_t kc, T* dst) { pack_b_panel(B, j0, nr, k0, kc, dst); },
       T(0), col, cols, Epilogue<T>{}, 0);
-  std::vector<int64_t> tap(static_cast<size_t>(KT));  // offset of tap (ki, kj) in a padded image
-  for (int64_t ki = 0; ki < g.KH; ++ki)
-    for (int64_t kj = 0; kj < g.KW; ++kj) tap[size_t(ki * g.KW + kj)] = (ki * p.dilation.h * Wp + kj * p.dilation.w) * C;
+  const std::vector<int64_t> tap = channels_last_taps(g, p);
   Tensor<T> gx = empty<T>({g.N, C, g.H, g.W});
   T* const out = gx.data();
   const int64_t HW = g.H * g.W;

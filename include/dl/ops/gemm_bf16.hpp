@@ -200,6 +200,24 @@ const Bf16MicroKernel* bf16_micro_kernels() {
 }
 #endif
 
+/// d[i, j] = round(s[i, j] + bias[j]) for an mr x nr tile of float sums (row stride lds) into
+/// bfloat16 (row stride ldd); bias may be null. Rounded in SIMD lanes (a scalar rounding loop was a
+/// quarter of a 256 x 256 product).
+template <class T>
+void round_tile(const float* s, int64_t lds, int mr, int nr, const T* bias, T* d, int64_t ldd) {
+  using V = xsimd::batch<float>;
+  constexpr int W = int(V::size);
+  for (int i = 0; i < mr; ++i, s += lds, d += ldd) {
+    int j = 0;
+    for (; j + W <= nr; j += W) {
+      V v = V::load_unaligned(s + j);
+      if (bias) v += expr::widen_lanes<T>(bias + j);
+      expr::narrow_lanes<T>(d + j, v);
+    }
+    for (; j < nr; ++j) d[j] = T(s[j] + (bias ? float(bias[j]) : 0.0f));
+  }
+}
+
 /// out (M x N bfloat16, row stride ldo, unit column stride) = round(A @ B + bias) with A: M x K and
 /// B: K x N bfloat16 of any strides, accumulated in float; `bias` (N values, one per column, added
 /// in float before the rounding, as PyTorch's addmm) may be null. @pre cpu_has_bf16_dot(). Runs on dl's
@@ -226,41 +244,37 @@ void gemm_bf16(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, 
   const int64_t n_pc = (KP + Cfg::KCP - 1) / Cfg::KCP;
   const int64_t KCP = (KP + n_pc - 1) / n_pc;  // equal blocks
   const int64_t NCB = std::min<int64_t>(Cfg::NC, (N + NR - 1) / NR * NR);
-  ScratchBuffer cbuf(size_t(M * N) * sizeof(float)), bbuf(size_t(NCB * KCP) * sizeof(uint32_t) + 64);
+  ScratchBuffer cbuf(size_t(M * N) * sizeof(float)), bbuf(size_t(NCB * KCP) * sizeof(uint32_t) + 64),
+      abuf(size_t(mp * MR * KCP) * sizeof(uint32_t) + 64);
   float* const C = cbuf.as<float>();
   uint32_t* const bp = reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(bbuf.as<char>()) + 63) & ~uintptr_t(63));
+  uint32_t* const ap = reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(abuf.as<char>()) + 63) & ~uintptr_t(63));
   const Bf16MicroKernel* kernels = bf16_micro_kernels();
   for (int64_t jc = 0; jc < N; jc += NCB) {
     const int64_t ncb = std::min(NCB, N - jc), npan = (ncb + NR - 1) / NR;
     for (int64_t pc = 0; pc < KP; pc += KCP) {
       const int64_t kcp = std::min(KCP, KP - pc);
       const bool accumulate = pc > 0, last = pc + kcp == KP;
-      parallel_for(0, npan, std::max<int64_t>(1, 16384 / kcp), [&](int64_t q0, int64_t q1) {
-        for (int64_t q = q0; q < q1; ++q)
-          pack_b_bf16(B, K, jc + q * NR, int(std::min<int64_t>(NR, ncb - q * NR)), 2 * pc, kcp, bp + q * NR * KCP);
+      // Every B panel and every A panel of the block, packed once in one job (a tile's chunk used
+      // to pack its row panel again: 4 times per row panel at 256 x 256).
+      parallel_for(0, npan + mp, 1, [&](int64_t q0, int64_t q1) {
+        for (int64_t q = q0; q < q1; ++q) {
+          if (q < npan) {
+            pack_b_bf16(B, K, jc + q * NR, int(std::min<int64_t>(NR, ncb - q * NR)), 2 * pc, kcp, bp + q * NR * KCP);
+          } else {
+            const int64_t ir = q - npan;
+            pack_a_bf16(A, K, ir * MR, int(std::min<int64_t>(MR, M - ir * MR)), 2 * pc, kcp, ap + ir * MR * KCP);
+          }
+        }
       });
-      // Tiles (row panel, column panel) in row-panel order: a chunk packs each of its row panels once.
       const int64_t tile_work = int64_t(MR) * NR * 2 * kcp;
       parallel_for(0, mp * npan, std::max<int64_t>(1, (int64_t(1) << 18) / tile_work), [&](int64_t t0, int64_t t1) {
-        alignas(64) uint32_t ap[MR * Cfg::KCP];
-        int64_t packed = -1;
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t ir = t / npan, q = t % npan;
           const int mr = int(std::min<int64_t>(MR, M - ir * MR)), nr = int(std::min<int64_t>(NR, ncb - q * NR));
-          if (ir != packed) pack_a_bf16(A, K, ir * MR, mr, 2 * pc, kcp, ap), packed = ir;
           float* c = C + ir * MR * N + jc + q * NR;
-          kernels[mr](kcp, ap, bp + q * NR * KCP, c, N, accumulate, nr);
-          if (last)
-            for (int i = 0; i < mr; ++i) {
-              const float* s = c + i * N;
-              BFloat16* d = out + (ir * MR + i) * ldo + jc + q * NR;
-              if (bias) {
-                const BFloat16* bj = bias + jc + q * NR;
-                for (int j = 0; j < nr; ++j) d[j] = BFloat16(s[j] + float(bj[j]));
-              } else {
-                for (int j = 0; j < nr; ++j) d[j] = BFloat16(s[j]);
-              }
-            }
+          kernels[mr](kcp, ap + ir * MR * KCP, bp + q * NR * KCP, c, N, accumulate, nr);
+          if (last) round_tile(c, N, mr, nr, bias ? bias + jc + q * NR : nullptr, out + ir * MR * ldo + jc + q * NR, ldo);
         }
       });
     }
