@@ -259,7 +259,9 @@ conv_cases = [(2, 3, 7, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
               (1, 64, 5, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
               (1, 4, 5, 5, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0),
               (1, 64, 5, 4, 2, 3, 2, 2, 1, 1, 0, 1, 2, 1, 1),       # stride, dilation, uneven padding
-              (2, 3, 7, 6, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1)]       # a strided input gradient over 64 channels
+              (2, 3, 7, 6, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),       # a strided input gradient over 64 channels
+              (2, 5, 7, 6, 4, 1, 1, 2, 3, 0, 0, 1, 1, 1, 1),        # 1x1, stride (2, 3): a pointwise product of every other pixel
+              (1, 4, 5, 5, 4, 1, 1, 2, 2, 0, 0, 1, 1, 2, 0)]        # the same with groups
 for k, c in enumerate(conv_cases):
     N, C, H, W, O, kh, kw, sh, sw, ph, pw, dh, dw, groups, has_bias = c
     name = f"conv2d/{k}"

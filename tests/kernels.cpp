@@ -620,6 +620,10 @@ TEST_CASE("gradients by central differences (double)") {
     gradcheck([](const V& in) { return F::conv2d(in[0], in[1], {}, {2, 3}, {1, 0}, {1, 2}); },
               {det<double>({1, 2, 6, 7}, 6), det<double>({64, 2, 3, 2}, 7)});
   }
+  SUBCASE("1x1 convolutions with a stride (a pointwise product of the pixels they read)") {
+    gradcheck([](const V& in) { return F::conv2d(in[0], in[1], in[2], {2, 3}); },
+              {det<double>({2, 3, 5, 7}, 8), det<double>({4, 3, 1, 1}, 9), det<double>({4}, 10)});
+  }
   SUBCASE("conv_transpose2d and conv1d") {
     gradcheck([](const V& in) { return F::conv_transpose2d(in[0], in[1], in[2], 2, 1, 1, 2); },
               {det<double>({1, 4, 3, 3}, 1), det<double>({4, 1, 3, 3}, 2), det<double>({2}, 3)});

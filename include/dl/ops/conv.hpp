@@ -715,6 +715,35 @@ Tensor<T> conv2d_input_channels_last(const Tensor<T>& gy, const Tensor<T>& w, co
   return gx;
 }
 
+// ---- strided 1x1 convolutions (ResNet's downsampling shortcuts): a 1x1 kernel of stride s without
+// padding reads every s-th pixel, so the forward pass and the weight gradient are pointwise products
+// over those pixels (ResNet-18's shortcuts at batch 64, GFLOP/s before -> after: forward from 32x32
+// 64 -> 72, from 16x16 118 -> 140; weight gradient from 16x16 114 -> 147, from 8x8 138 -> 155). The
+// input gradient keeps its column path: scattering a pointwise gradient measured slower (118 -> 96).
+
+/// Whether a convolution is 1x1 with a stride and no padding.
+inline bool strided_pointwise(const ConvGeometry& g, const ConvParams& p) {
+  return g.KH == 1 && g.KW == 1 && p.padding == Size2(0) && p.stride != Size2(1);
+}
+
+/// The pixels a strided 1x1 convolution reads: xs[n, c, i, j] = x[n, c, i sh, j sw], [N, C, OH, OW].
+template <class T>
+Tensor<T> subsample(const Tensor<T>& x, const ConvGeometry& g, const ConvParams& p) {
+  Tensor<T> xs = empty<T>({g.N, g.C, g.OH, g.OW});
+  const T* src = x.data();
+  T* dst = xs.data();
+  parallel_for(0, g.N * g.C, 16, [&](int64_t b, int64_t e) {
+    for (int64_t plane = b; plane < e; ++plane)
+      for (int64_t i = 0; i < g.OH; ++i)
+        for (int64_t j = 0; j < g.OW; ++j)
+          dst[(plane * g.OH + i) * g.OW + j] = src[(plane * g.H + i * p.stride.h) * g.W + j * p.stride.w];
+  });
+  return xs;
+}
+
+/// The same geometry at stride 1 (for the subsampled input).
+inline ConvParams unit_stride(const ConvParams& p) { return {Size2(1), p.padding, p.dilation, p.groups}; }
+
 /// Weights of the input gradient as a stride-1 convolution: w'[g Cg + c, o, ki, kj] =
 /// w[g Og + o, c, KH - 1 - ki, KW - 1 - kj].
 template <class T>
@@ -733,6 +762,7 @@ template <class T>
 Tensor<T> conv2d_forward_raw(const Tensor<T>& x, const Tensor<T>& w, const T* bias, const ConvParams& p) {
   const ConvGeometry g = conv2d_geometry(x.shape(), w.shape(), Tensor<T>(), p);
   if (g.N > 0 && g.OHW() > 0 && forward_channels_last(g, p)) return conv2d_forward_channels_last(x, w, bias, g, p);
+  if (g.N > 0 && strided_pointwise(g, p)) return conv2d_forward_raw(subsample(x, g, p), w, bias, unit_stride(p));
   if (use_wide(g, p)) return conv2d_forward_wide(x, w, bias, g, p);
   Tensor<T> y = empty<T>({g.N, g.O, g.OH, g.OW});
   const int64_t Og = g.Og(), Kg = g.Kg(), OHW = g.OHW();
@@ -904,6 +934,7 @@ Tensor<T> conv2d_weight_raw(const Tensor<T>& x, const Tensor<T>& gy, const Shape
            " does not match the output shape [", g.N, ", ", g.O, ", ", g.OH, ", ", g.OW, "]");
   if (g.N == 0 || g.OHW() == 0) return zeros<T>(weight_shape);
   if (weight_grad_channels_last(g)) return conv2d_weight_channels_last(x, gy, weight_shape, g, p);
+  if (strided_pointwise(g, p)) return conv2d_weight_raw(subsample(x, g, p), gy, weight_shape, unit_stride(p));
   if (use_wide(g, p)) return conv2d_weight_wide(x, gy, weight_shape, g, p);
   Tensor<T> gw = empty<T>(weight_shape);
   const int64_t Og = g.Og(), Kg = g.Kg(), OHW = g.OHW(), wsize = g.O * Kg;
