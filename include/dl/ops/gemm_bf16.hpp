@@ -205,15 +205,17 @@ const Bf16MicroKernel* bf16_micro_kernels() {
 /// quarter of a 256 x 256 product).
 template <class T>
 void round_tile(const float* s, int64_t lds, int mr, int nr, const T* bias, T* d, int64_t ldd) {
-  using V = xsimd::batch<float>;
-  constexpr int W = int(V::size);
   for (int i = 0; i < mr; ++i, s += lds, d += ldd) {
     int j = 0;
+#if !defined(__CUDACC__)  // nvcc's host pass has no SIMD lanes (expr/simd.hpp): the scalar loop
+    using V = xsimd::batch<float>;
+    constexpr int W = int(V::size);
     for (; j + W <= nr; j += W) {
       V v = V::load_unaligned(s + j);
       if (bias) v += expr::widen_lanes<T>(bias + j);
       expr::narrow_lanes<T>(d + j, v);
     }
+#endif
     for (; j < nr; ++j) d[j] = T(s[j] + (bias ? float(bias[j]) : 0.0f));
   }
 }
