@@ -304,8 +304,10 @@ TEST_CASE("half: bfloat16 products on the CPU's dot-product instruction agree wi
     return std::pair{native, wide};
   };
   // Odd sizes (edge panels of 1..11 rows and 1..31 columns, odd K: a half-empty last pair), K over
-  // one block (512 pairs), and every transpose combination.
-  const int64_t sizes[][3] = {{1, 1, 1}, {7, 7, 7}, {17, 17, 17}, {1, 33, 5}, {13, 1, 9}, {25, 70, 3}, {12, 32, 1023}, {1023, 17, 2}, {40, 600, 31}};
+  // one block (512 pairs), and every transpose combination. Even K with a row-major A reads A in
+  // place (no A panels), also over several K blocks (1026, 1200); rows 4 KB apart (K = 2048) pack.
+  const int64_t sizes[][3] = {{1, 1, 1}, {7, 7, 7}, {17, 17, 17}, {1, 33, 5}, {13, 1, 9}, {25, 70, 3}, {12, 32, 1023},
+                              {1023, 17, 2}, {40, 600, 31}, {30, 50, 1200}, {13, 45, 1026}, {3, 20, 2048}};
   int64_t seed = 100;
   for (const auto& s : sizes) {
     const int64_t M = s[0], N = s[1], K = s[2];
@@ -365,6 +367,24 @@ TEST_CASE("half: bfloat16 products on the CPU's dot-product instruction agree wi
     const auto [nr, wr] = both([&] { return F::linear(x, wl, Tensor<B>{}, dl::expr::Relu{}); });
     check_bf16_close(nr, wr, dl::matmul(abs_f(x), abs_f(wl).t()), "linear relu");
     for (int64_t i = 0; i < nr.numel(); ++i) CHECK(float(nr.contiguous().data()[i]) >= 0.0f);
+  }
+  {  // the bias added in the last of three K blocks (A read in place, B column-major)
+    const Tensor<B> xk = det16<B>({5, 1100}, 209), wk = det16<B>({40, 1100}, 210), bk = det16<B>({40}, 211);
+    const auto [n, w] = both([&] { return F::linear(xk, wk, bk); });
+    check_bf16_close(n, w, Tensor<float>(dl::matmul(abs_f(xk), abs_f(wk).t()) + abs_f(bk)), "linear with bias, K = 1100");
+  }
+  // The one rounding is to nearest even, as BFloat16(float): ties 1 + 2^-8 -> 1 and
+  // 1 + 2^-7 + 2^-8 -> 1 + 2^-6; NaN stays NaN, infinities stay.
+  {
+    const float t = std::ldexp(1.0f, -8), nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const Tensor<B> lhs = dl::tensor<float>({1.0f, t, 1.0f + 2 * t, t, nan, 1.0f, -inf, 1.0f}).reshape({4, 2}).to<B>();
+    const Tensor<B> ones2 = dl::ones<float>({2, 1}).to<B>();
+    dl::set_bf16_dot(dl::Bf16Dot::on);
+    const Tensor<B> y = dl::mm(lhs, ones2).contiguous();
+    CHECK(float(y.data()[0]) == 1.0f);
+    CHECK(float(y.data()[1]) == 1.0f + 4 * t);
+    CHECK(std::isnan(float(y.data()[2])));
+    CHECK(float(y.data()[3]) == -inf);
   }
   // The bias is added in float before the one rounding: 256 + 1 + 0.5 rounds to 258 (bfloat16
   // keeps 8 bits), where rounding the product first (257 -> 256) and adding 0.5 would give 256.

@@ -17,6 +17,7 @@
 #include <concepts>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "../half.hpp"
@@ -118,107 +119,193 @@ struct Bf16GemmConfig {
 /// The 32-bit word of a pair (lo = element 2p, hi = element 2p + 1) of bfloat16 bit patterns.
 inline uint32_t bf16_pair(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
 
+#if DL_BF16_DOT_CODE
+/// 16 words (lo[j], hi[j]) of two runs of n <= 16 contiguous bfloat16 values (hi may be null: zero
+/// upper halves); words past n are zero.
+DL_BF16_DOT_TARGET inline __m512i bf16_pairs16(const BFloat16* lo, const BFloat16* hi, int n) {
+  const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+  const __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo));
+  if (!hi) return l;
+  return _mm512_or_si512(l, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi)), 16));
+}
+
+/// The word of K pair p of a run of K bfloat16 values with unit stride: elements 2p and 2p + 1
+/// (zero past K). One 32-bit load where both are in range.
+inline uint32_t bf16_word(const BFloat16* row, int64_t k, int64_t K) {
+  if (k + 1 < K) {
+    uint32_t w;
+    std::memcpy(&w, row + k, sizeof w);
+    return w;
+  }
+  return bf16_pair(row[k].bits(), 0);
+}
+
 /// dst[p * MR + i] = (A(i0 + i, k0 + 2p), A(i0 + i, k0 + 2p + 1)) for i < mr, p < kcp; elements
-/// past K are zero.
-inline void pack_a_bf16(const MatrixRef<BFloat16>& A, int64_t K, int64_t i0, int mr, int64_t k0, int64_t kcp,
-                        uint32_t* __restrict dst) {
+/// past K are zero. A row-major A is copied word by word (a pair is one 32-bit load); a
+/// column-major one interleaves two columns in SIMD lanes; any other strides element by element.
+DL_BF16_DOT_TARGET inline void pack_a_bf16(const MatrixRef<BFloat16>& A, int64_t K, int64_t i0, int mr, int64_t k0,
+                                           int64_t kcp, uint32_t* __restrict dst) {
   constexpr int MR = Bf16GemmConfig::MR;
   const BFloat16* src = A.data + i0 * A.rs;
-  for (int i = 0; i < mr; ++i) {
-    const BFloat16* row = src + i * A.rs;
+  if (A.cs == 1 && A.rs < (int64_t(1) << 28)) {
+    // One gather of the mr rows' words per pair; the last pair may hold a single element.
+    const __mmask16 m = __mmask16((1u << mr) - 1);
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(int32_t(A.rs * int64_t(sizeof(BFloat16)))));
+    const int64_t full = std::clamp<int64_t>((K - k0) / 2, 0, kcp);
+    for (int64_t p = 0; p < full; ++p)
+      _mm512_mask_storeu_epi32(dst + p * MR, __mmask16((1u << MR) - 1),
+                               _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, rows, src + k0 + 2 * p, 1));
+    for (int64_t p = full; p < kcp; ++p)
+      for (int i = 0; i < mr; ++i) dst[p * MR + i] = bf16_word(src + i * A.rs, k0 + 2 * p, K);
+  } else if (A.rs == 1) {
+    const __mmask16 m = __mmask16((1u << MR) - 1);
     for (int64_t p = 0; p < kcp; ++p) {
       const int64_t k = k0 + 2 * p;
-      const uint16_t lo = row[k * A.cs].bits(), hi = k + 1 < K ? row[(k + 1) * A.cs].bits() : uint16_t(0);
-      dst[p * MR + i] = bf16_pair(lo, hi);
+      const BFloat16* c0 = src + k * A.cs;
+      _mm512_mask_storeu_epi32(dst + p * MR, m, bf16_pairs16(c0, k + 1 < K ? c0 + A.cs : nullptr, mr));
+    }
+  } else {
+    for (int i = 0; i < mr; ++i) {
+      const BFloat16* row = src + i * A.rs;
+      for (int64_t p = 0; p < kcp; ++p) {
+        const int64_t k = k0 + 2 * p;
+        const uint16_t lo = row[k * A.cs].bits(), hi = k + 1 < K ? row[(k + 1) * A.cs].bits() : uint16_t(0);
+        dst[p * MR + i] = bf16_pair(lo, hi);
+      }
     }
   }
 }
 
 /// dst[p * NR + j] = (B(k0 + 2p, j0 + j), B(k0 + 2p + 1, j0 + j)), zero for j >= nr and past K.
-inline void pack_b_bf16(const MatrixRef<BFloat16>& B, int64_t K, int64_t j0, int nr, int64_t k0, int64_t kcp,
-                        uint32_t* __restrict dst) {
+/// A row-major B interleaves two rows in SIMD lanes; a column-major one is copied word by word.
+DL_BF16_DOT_TARGET inline void pack_b_bf16(const MatrixRef<BFloat16>& B, int64_t K, int64_t j0, int nr, int64_t k0,
+                                           int64_t kcp, uint32_t* __restrict dst) {
   constexpr int NR = Bf16GemmConfig::NR;
-  for (int64_t p = 0; p < kcp; ++p) {
-    const int64_t k = k0 + 2 * p;
-    const BFloat16* r0 = B.data + k * B.rs + j0 * B.cs;
-    uint32_t* d = dst + p * NR;
-    if (k + 1 < K) {
-      const BFloat16* r1 = r0 + B.rs;
-      for (int j = 0; j < nr; ++j) d[j] = bf16_pair(r0[j * B.cs].bits(), r1[j * B.cs].bits());
-    } else {
-      for (int j = 0; j < nr; ++j) d[j] = bf16_pair(r0[j * B.cs].bits(), 0);
+  static_assert(NR == 32, "pack_b_bf16 writes a panel as two 16-lane words");
+  if (B.cs == 1) {
+    for (int64_t p = 0; p < kcp; ++p) {
+      const int64_t k = k0 + 2 * p;
+      const BFloat16* r0 = B.data + k * B.rs + j0;
+      const BFloat16* r1 = k + 1 < K ? r0 + B.rs : nullptr;
+      _mm512_store_si512(dst + p * NR, bf16_pairs16(r0, r1, std::min(nr, 16)));
+      _mm512_store_si512(dst + p * NR + 16, nr > 16 ? bf16_pairs16(r0 + 16, r1 ? r1 + 16 : nullptr, nr - 16)
+                                                    : _mm512_setzero_si512());
     }
-    for (int j = nr; j < NR; ++j) d[j] = 0;
+  } else if (B.rs == 1) {
+    for (int j = 0; j < nr; ++j) {
+      const BFloat16* col = B.data + (j0 + j) * B.cs;
+      for (int64_t p = 0; p < kcp; ++p) dst[p * NR + j] = bf16_word(col, k0 + 2 * p, K);
+    }
+    for (int64_t p = 0; p < kcp; ++p)
+      for (int j = nr; j < NR; ++j) dst[p * NR + j] = 0;
+  } else {
+    for (int64_t p = 0; p < kcp; ++p) {
+      const int64_t k = k0 + 2 * p;
+      const BFloat16* r0 = B.data + k * B.rs + j0 * B.cs;
+      uint32_t* d = dst + p * NR;
+      if (k + 1 < K) {
+        const BFloat16* r1 = r0 + B.rs;
+        for (int j = 0; j < nr; ++j) d[j] = bf16_pair(r0[j * B.cs].bits(), r1[j * B.cs].bits());
+      } else {
+        for (int j = 0; j < nr; ++j) d[j] = bf16_pair(r0[j * B.cs].bits(), 0);
+      }
+      for (int j = nr; j < NR; ++j) d[j] = 0;
+    }
   }
 }
+#endif
 
 #if DL_BF16_DOT_CODE
-/// C[0:MR_, 0:nr] (+)= Ap @ Bp over kcp pairs: `accumulate` adds to C (a later K block).
-template <int MR_>
-DL_BF16_DOT_TARGET void bf16_micro_kernel(int64_t kcp, const uint32_t* __restrict a, const uint32_t* __restrict b,
-                                          float* c, int64_t ldc, bool accumulate, int nr) {
+/// The bfloat16 bit patterns (in 32-bit lanes) of 16 floats: round to nearest even, NaN kept quiet
+/// — the rounding of BFloat16(float) and expr::narrow_lanes.
+DL_BF16_DOT_TARGET inline __m512i bf16_round16(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), odd), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+}
+
+/// Where a micro-kernel's tile goes: float sums into c (row stride ldc), or, for the last K block,
+/// rounded to bfloat16 into out (row stride ldo) after adding bias (nr values; may be null).
+struct Bf16TileOut {
+  float* c;
+  int64_t ldc;
+  BFloat16* out;  // null: store the float sums
+  int64_t ldo;
+  const BFloat16* bias;
+};
+
+/// The tile's C[0:MR_, 0:nr] (+)= A @ Bp over kcp pairs: `accumulate` adds the float sums already
+/// in c (an earlier K block). A is a packed panel (Direct = false; lda unused) or, Direct, the
+/// rows of a row-major A read in place: row i's pair p is the word a[i * lda + p] (lda = the row
+/// stride in words), which spares packing A — a tenth of a 256 x 256 product.
+template <int MR_, bool Direct>
+DL_BF16_DOT_TARGET void bf16_micro_kernel(int64_t kcp, const uint32_t* __restrict a, int64_t lda,
+                                          const uint32_t* __restrict b, const Bf16TileOut& t, bool accumulate, int nr) {
   constexpr int MR = Bf16GemmConfig::MR;
   __m512 acc[MR_][2];
 #pragma GCC unroll 12
   for (int i = 0; i < MR_; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  // Direct: rows 3g + r at base[g] + r * lda (four base pointers and one stride in registers).
+  const uint32_t* base[(MR_ + 2) / 3];
+  if constexpr (Direct)
+    for (int g = 0; g < (MR_ + 2) / 3; ++g) base[g] = a + 3 * g * lda;
   for (int64_t p = 0; p < kcp; ++p) {
     const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < MR_; ++i) {
-      const __m512bh ai = (__m512bh)_mm512_set1_epi32(int(a[i]));
+      uint32_t w;
+      if constexpr (Direct)
+        std::memcpy(&w, base[i / 3] + (i % 3) * lda + p, sizeof w);  // (a pair of bfloat16 in A's rows)
+      else
+        w = a[i];
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32(int(w));
       acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
       acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
     }
-    a += MR;
+    if constexpr (!Direct) a += MR;
     b += 32;
   }
   const __mmask16 m0 = nr >= 16 ? __mmask16(0xffff) : __mmask16((1u << nr) - 1);
   const __mmask16 m1 = nr >= 32 ? __mmask16(0xffff) : nr <= 16 ? __mmask16(0) : __mmask16((1u << (nr - 16)) - 1);
+  __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
+  if (t.out && t.bias) {
+    bias0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m0, t.bias)), 16));
+    bias1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m1, t.bias + 16)), 16));
+  }
 #pragma GCC unroll 12
   for (int i = 0; i < MR_; ++i) {
-    float* p = c + i * ldc;
+    float* p = t.c + i * t.ldc;
     __m512 r0 = acc[i][0], r1 = acc[i][1];
     if (accumulate) {
       r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(m0, p));
       r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(m1, p + 16));
     }
-    _mm512_mask_storeu_ps(p, m0, r0);
-    _mm512_mask_storeu_ps(p + 16, m1, r1);
+    if (t.out) {
+      BFloat16* o = t.out + i * t.ldo;
+      _mm512_mask_cvtepi32_storeu_epi16(o, m0, bf16_round16(t.bias ? _mm512_add_ps(r0, bias0) : r0));
+      _mm512_mask_cvtepi32_storeu_epi16(o + 16, m1, bf16_round16(t.bias ? _mm512_add_ps(r1, bias1) : r1));
+    } else {
+      _mm512_mask_storeu_ps(p, m0, r0);
+      _mm512_mask_storeu_ps(p + 16, m1, r1);
+    }
   }
 }
 
-using Bf16MicroKernel = void (*)(int64_t, const uint32_t*, const uint32_t*, float*, int64_t, bool, int);
+using Bf16MicroKernel = void (*)(int64_t, const uint32_t*, int64_t, const uint32_t*, const Bf16TileOut&, bool, int);
 
 /// kernels[mr] for a panel of mr rows (1 <= mr <= MR). A template, as gemm_bf16: a program that
 /// multiplies no bfloat16 never instantiates the kernels.
-template <int MR = Bf16GemmConfig::MR>
+template <bool Direct, int MR = Bf16GemmConfig::MR>
 const Bf16MicroKernel* bf16_micro_kernels() {
   static constexpr auto table = []<int... I>(std::integer_sequence<int, I...>) {
-    return std::array<Bf16MicroKernel, sizeof...(I) + 1>{nullptr, &bf16_micro_kernel<I + 1>...};
+    return std::array<Bf16MicroKernel, sizeof...(I) + 1>{nullptr, &bf16_micro_kernel<I + 1, Direct>...};
   }(std::make_integer_sequence<int, MR>{});
   return table.data();
 }
 #endif
-
-/// d[i, j] = round(s[i, j] + bias[j]) for an mr x nr tile of float sums (row stride lds) into
-/// bfloat16 (row stride ldd); bias may be null. Rounded in SIMD lanes (a scalar rounding loop was a
-/// quarter of a 256 x 256 product).
-template <class T>
-void round_tile(const float* s, int64_t lds, int mr, int nr, const T* bias, T* d, int64_t ldd) {
-  for (int i = 0; i < mr; ++i, s += lds, d += ldd) {
-    int j = 0;
-#if !defined(__CUDACC__)  // nvcc's host pass has no SIMD lanes (expr/simd.hpp): the scalar loop
-    using V = xsimd::batch<float>;
-    constexpr int W = int(V::size);
-    for (; j + W <= nr; j += W) {
-      V v = V::load_unaligned(s + j);
-      if (bias) v += expr::widen_lanes<T>(bias + j);
-      expr::narrow_lanes<T>(d + j, v);
-    }
-#endif
-    for (; j < nr; ++j) d[j] = T(s[j] + (bias ? float(bias[j]) : 0.0f));
-  }
-}
 
 /// out (M x N bfloat16, row stride ldo, unit column stride) = round(A @ B + bias) with A: M x K and
 /// B: K x N bfloat16 of any strides, accumulated in float; `bias` (N values, one per column, added
@@ -246,12 +333,17 @@ void gemm_bf16(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, 
   const int64_t n_pc = (KP + Cfg::KCP - 1) / Cfg::KCP;
   const int64_t KCP = (KP + n_pc - 1) / n_pc;  // equal blocks
   const int64_t NCB = std::min<int64_t>(Cfg::NC, (N + NR - 1) / NR * NR);
-  ScratchBuffer cbuf(size_t(M * N) * sizeof(float)), bbuf(size_t(NCB * KCP) * sizeof(uint32_t) + 64),
-      abuf(size_t(mp * MR * KCP) * sizeof(uint32_t) + 64);
-  float* const C = cbuf.as<float>();
+  // A row-major A with whole pairs is read in place by the micro-kernel (no A panels), unless its
+  // rows are a multiple of 4 KB apart: then 12 rows' lines share one L1 set (8 ways) and packing wins.
+  const bool direct = A.cs == 1 && K % 2 == 0 && A.rs % 2 == 0 && reinterpret_cast<uintptr_t>(A.data) % 4 == 0 &&
+                      (A.rs * int64_t(sizeof(T))) % 4096 != 0;
+  // Float sums between K blocks only where there are several.
+  ScratchBuffer cbuf(n_pc > 1 ? size_t(M * N) * sizeof(float) : 0), bbuf(size_t(NCB * KCP) * sizeof(uint32_t) + 64),
+      abuf(direct ? 0 : size_t(mp * MR * KCP) * sizeof(uint32_t) + 64);
+  float* const C = n_pc > 1 ? cbuf.as<float>() : nullptr;
   uint32_t* const bp = reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(bbuf.as<char>()) + 63) & ~uintptr_t(63));
   uint32_t* const ap = reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(abuf.as<char>()) + 63) & ~uintptr_t(63));
-  const Bf16MicroKernel* kernels = bf16_micro_kernels();
+  const Bf16MicroKernel* kernels = direct ? bf16_micro_kernels<true>() : bf16_micro_kernels<false>();
   for (int64_t jc = 0; jc < N; jc += NCB) {
     const int64_t ncb = std::min(NCB, N - jc), npan = (ncb + NR - 1) / NR;
     for (int64_t pc = 0; pc < KP; pc += KCP) {
@@ -259,7 +351,7 @@ void gemm_bf16(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, 
       const bool accumulate = pc > 0, last = pc + kcp == KP;
       // Every B panel and every A panel of the block, packed once in one job (a tile's chunk used
       // to pack its row panel again: 4 times per row panel at 256 x 256).
-      parallel_for(0, npan + mp, 1, [&](int64_t q0, int64_t q1) {
+      parallel_for(0, npan + (direct ? 0 : mp), 1, [&](int64_t q0, int64_t q1) {
         for (int64_t q = q0; q < q1; ++q) {
           if (q < npan) {
             pack_b_bf16(B, K, jc + q * NR, int(std::min<int64_t>(NR, ncb - q * NR)), 2 * pc, kcp, bp + q * NR * KCP);
@@ -274,9 +366,11 @@ void gemm_bf16(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, 
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t ir = t / npan, q = t % npan;
           const int mr = int(std::min<int64_t>(MR, M - ir * MR)), nr = int(std::min<int64_t>(NR, ncb - q * NR));
-          float* c = C + ir * MR * N + jc + q * NR;
-          kernels[mr](kcp, ap + ir * MR * KCP, bp + q * NR * KCP, c, N, accumulate, nr);
-          if (last) round_tile(c, N, mr, nr, bias ? bias + jc + q * NR : nullptr, out + ir * MR * ldo + jc + q * NR, ldo);
+          const int64_t j = jc + q * NR;
+          const Bf16TileOut to{C ? C + ir * MR * N + j : nullptr, N, last ? out + ir * MR * ldo + j : nullptr, ldo,
+                               bias ? bias + j : nullptr};
+          const uint32_t* a = direct ? reinterpret_cast<const uint32_t*>(A.data + ir * MR * A.rs + 2 * pc) : ap + ir * MR * KCP;
+          kernels[mr](kcp, a, A.rs / 2, bp + q * NR * KCP, to, accumulate, nr);
         }
       });
     }
