@@ -1,6 +1,7 @@
 // 16-bit floats on the CPU: y = sigmoid(a*b + c) * d, sum(a), the float -> 16-bit conversion and a
 // square product, on 4M-element dl::Half / dl::BFloat16 tensors with 2 threads, against PyTorch
-// eager on the same tensors (bench/half.py), interleaved. Prints medians and ratios.
+// eager on the same tensors (bench/half.py), interleaved, then bfloat16 square products of 512 and
+// 1024. Prints medians and ratios.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -65,6 +66,30 @@ void run(const char* name, int64_t n, int rounds, bool with_torch) {
   }
 }
 
+/// bfloat16 square products at larger sizes, m x m times m x m, against PyTorch in the same run.
+void mm_sizes(int rounds, bool with_torch) {
+  const std::string script = std::string(DL_BENCH_DIR) + "/half.py";
+  std::printf("bfloat16 mm by size, 2 threads, medians of %d interleaved rounds (path: %s)\n", rounds,
+              dl::bf16_dot_enabled() ? "dot product" : "widened to float");
+  for (const int64_t m : {512, 1024}) {
+    dl::manual_seed(0);
+    const dl::Tensor<dl::BFloat16> p = dl::randn({m, m}).to<dl::BFloat16>(), q = dl::randn({m, m}).to<dl::BFloat16>();
+    std::vector<double> t_dl, t_torch;
+    for (int r = 0; r < rounds; ++r) {
+      t_dl.push_back(bench::median_ms(5, [&] { dl::Tensor<dl::BFloat16> y = dl::matmul(p, q); }));
+      if (with_torch) t_torch.push_back(bench::run_number(bench::python() + " " + script + " mm bfloat16 0 5 " + std::to_string(m)));
+    }
+    const double dl_ms = bench::median(t_dl), gf = 2.0 * double(m) * double(m) * double(m) / dl_ms / 1e6;
+    if (!with_torch) {
+      std::printf("  %4lld: dl %8.3f ms (%.0f GFLOP/s)\n", (long long)m, dl_ms, gf);
+      continue;
+    }
+    const double torch_ms = bench::median(t_torch);
+    std::printf("  %4lld: dl %8.3f ms (%.0f GFLOP/s)   PyTorch %8.3f ms   dl / PyTorch = %.2f\n", (long long)m, dl_ms, gf,
+                torch_ms, dl_ms / torch_ms);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,4 +99,5 @@ int main(int argc, char** argv) {
   dl::set_num_threads(2);
   run<dl::Half>("float16", n, rounds, with_torch);
   run<dl::BFloat16>("bfloat16", n, rounds, with_torch);
+  mm_sizes(rounds, with_torch);
 }
