@@ -141,8 +141,9 @@ inline uint32_t bf16_word(const BFloat16* row, int64_t k, int64_t K) {
 }
 
 /// dst[p * MR + i] = (A(i0 + i, k0 + 2p), A(i0 + i, k0 + 2p + 1)) for i < mr, p < kcp; elements
-/// past K are zero. A row-major A is copied word by word (a pair is one 32-bit load); a
-/// column-major one interleaves two columns in SIMD lanes; any other strides element by element.
+/// past K are zero. A row-major A (packed only when gemm_bf16 cannot read it in place: odd K, rows
+/// 4 KB apart) is gathered a pair per row; a column-major one interleaves two columns in SIMD
+/// lanes; any other strides element by element.
 DL_BF16_DOT_TARGET inline void pack_a_bf16(const MatrixRef<BFloat16>& A, int64_t K, int64_t i0, int mr, int64_t k0,
                                            int64_t kcp, uint32_t* __restrict dst) {
   constexpr int MR = Bf16GemmConfig::MR;
@@ -218,7 +219,9 @@ DL_BF16_DOT_TARGET inline void pack_b_bf16(const MatrixRef<BFloat16>& B, int64_t
 
 #if DL_BF16_DOT_CODE
 /// The bfloat16 bit patterns (in 32-bit lanes) of 16 floats: round to nearest even, NaN kept quiet
-/// — the rounding of BFloat16(float) and expr::narrow_lanes.
+/// — the rounding of BFloat16(float) and expr::bfloat16_lanes. Spelled again in intrinsics because
+/// this code runs under DL_BF16_DOT_TARGET in builds without -mavx512f, where xsimd's batch (and so
+/// expr's helper) is narrower than a zmm register.
 DL_BF16_DOT_TARGET inline __m512i bf16_round16(__m512 v) {
   const __m512i x = _mm512_castps_si512(v);
   const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
