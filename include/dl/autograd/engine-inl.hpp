@@ -109,6 +109,23 @@ DL_API std::vector<TensorImplPtr> run_backward(const std::vector<Edge>& roots, s
   return captured;
 }
 
+DL_API std::vector<TensorImplPtr> stand_in_grads(const TensorImplPtr& y, const TensorImplPtr& g,
+                                                 const std::vector<std::shared_ptr<AliasBackward>>& stand_ins,
+                                                 const std::vector<Edge>& edges) {
+  std::vector<Edge> captures(stand_ins.size());
+  for (size_t k = 0; k < stand_ins.size(); ++k)
+    if (stand_ins[k]) captures[k] = {stand_ins[k], 0};
+  const Edge root = gradient_edge(y);
+  std::vector<TensorImplPtr> got(stand_ins.size());
+  // The stand-ins have no edges yet: the pass ends at them, whatever lies behind the leaves. The
+  // graph is kept: the gradients' own graph may run through it (the adjoint of x in (x * x) * x
+  // reads the intermediate x * x).
+  if (root.valid()) got = run_graph({root}, {g}, /*keep_graph=*/true, /*create_graph=*/true, &captures);
+  for (size_t k = 0; k < stand_ins.size(); ++k)
+    if (stand_ins[k]) stand_ins[k]->link(edges[k]);
+  return got;
+}
+
 DL_API std::vector<TensorImplPtr> run_graph(const std::vector<Edge>& roots, std::vector<TensorImplPtr> grads,
                                             bool keep_graph, bool create_graph, const std::vector<Edge>* captures) {
   // Dependencies: how many edges lead into each node.

@@ -75,6 +75,20 @@ class AccumulateGrad : public Node {
   TensorImplPtr variable_;
 };
 
+/// The create_graph pass's stand-in for one leaf of a fused node (ExprBackward::backward_graph):
+/// passes its gradient on unchanged to the edge the fused node recorded for that leaf. It is
+/// linked to that edge only once the leaf's gradient has been taken, so that pass stops here.
+class AliasBackward : public Node {
+ public:
+  AliasBackward(const Shape& shape, ScalarType dtype) { mutable_outputs().push_back({shape, uint8_t(dtype)}); }
+  std::string name() const override { return "AliasBackward0"; }
+  std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
+    grads.resize(1);
+    return grads;
+  }
+  void link(const Edge& e) { mutable_next_edges().assign(1, e); }
+};
+
 /// The edge a gradient for tensor t must follow: its grad_fn, or the AccumulateGrad of a
 /// trainable leaf, or none.
 inline Edge gradient_edge(const TensorImplPtr& t) {

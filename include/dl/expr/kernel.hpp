@@ -318,6 +318,13 @@ void for_each_leaf(const N& n, F&& f) {
   else if constexpr (is_apply_v<D>) static_for<D::arity>([&](auto I) { for_each_leaf(get<I>(n.args), f); });
 }
 
+/// Calls f(tensor&) for every tensor leaf of an expression, in leaf order; f may replace it.
+template <class N, class F>
+void for_each_leaf_ref(N& n, F&& f) {
+  if constexpr (is_leaf_v<N>) f(n.tensor);
+  else if constexpr (is_apply_v<N>) static_for<N::arity>([&](auto I) { for_each_leaf_ref(get<I>(n.args), f); });
+}
+
 /// The kernel view of a host expression, with every leaf's strides aligned to `out`
 /// (broadcast dimensions read with stride 0). @pre shape_of(n) broadcasts to out.
 template <scalar_type T>

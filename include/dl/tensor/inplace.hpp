@@ -55,20 +55,13 @@ void check_inplace_allowed(const Tensor<T>& self, const char* what) {
     throw Error(cat(what, ": a leaf Variable that requires grad is being used in an in-place operation."));
 }
 
-/// Calls f(tensor&) for every tensor leaf of an expression, which may replace it.
-template <class N, class F>
-void for_each_leaf_ref(N& n, F&& f) {
-  if constexpr (expr::is_leaf_v<N>) f(n.tensor);
-  else if constexpr (expr::is_apply_v<N>) expr::static_for<N::arity>([&](auto I) { for_each_leaf_ref(expr::get<I>(n.args), f); });
-}
-
 /// A recorded in-place op recomputes its forward values from its leaves in backward, but the op
 /// overwrites the memory of leaves that alias the target (the mask of `y.masked_fill_(y > 0, 0)`,
 /// the operand of `y.mul_(y)`). Those leaves are replaced by copies with the same history.
 template <class T, class E>
 void snapshot_aliased_leaves(const Tensor<T>& self, E& e, const TensorImplPtr& twin) {
   if constexpr (expr::is_apply_v<E>) {
-    for_each_leaf_ref(e, [&]<class L>(Tensor<L>& t) {
+    expr::for_each_leaf_ref(e, [&]<class L>(Tensor<L>& t) {
       if (t.impl() == twin || t.impl()->storage != self.impl()->storage) return;
       const autograd::Edge edge = autograd::gradient_edge(t.impl());
       t = expr::evaluate_raw(expr::apply(expr::Copy{}, t));
