@@ -81,7 +81,7 @@ class AccumulateGrad : public Node {
 class AliasBackward : public Node {
  public:
   AliasBackward(const Shape& shape, ScalarType dtype) { mutable_outputs().push_back({shape, uint8_t(dtype)}); }
-  std::string name() const override { return "AliasBackward0"; }
+  std::string name() const override { return "AliasBackward"; }
   std::vector<TensorImplPtr> apply(std::vector<TensorImplPtr> grads) override {
     grads.resize(1);
     return grads;
@@ -181,6 +181,15 @@ struct list_at<expr::type_list<T, Ts...>, 0> {
 };
 template <class T, class... Ts, size_t K>
 struct list_at<expr::type_list<T, Ts...>, K> : list_at<expr::type_list<Ts...>, K - 1> {};
+
+/// The element type of each leaf of a leaf list, and whether it takes a gradient.
+template <class List>
+struct leaf_dtypes;
+template <class... Ts>
+struct leaf_dtypes<expr::type_list<Ts...>> {
+  static constexpr std::array<ScalarType, sizeof...(Ts)> dtype{dtype_of<Ts>...};
+  static constexpr std::array<bool, sizeof...(Ts)> floating{floating_scalar<Ts>...};
+};
 
 /// Whether a leaf list holds a 16-bit float (its SIMD stores narrow, so they never stream).
 template <class List>
@@ -338,6 +347,25 @@ inline uint32_t broadcast_mask(const Shape& leaf, const Shape& out) {
   return mask;
 }
 
+namespace detail {
+/// The gradient of a leaf of shape `leaf` written at the expression's shape `full` (broadcast
+/// dimensions kept), summed over those dimensions; `g` itself when the shapes match.
+template <class L>
+TensorImplPtr sum_broadcast_grad(const TensorImplPtr& g, const Shape& full, const Shape& leaf, Device device) {
+  const uint32_t mask = broadcast_mask(leaf, full);
+  if (!mask) return g;
+  Shape keep = full;
+  for (int d = 0; d < keep.size(); ++d)
+    if ((mask >> d) & 1) keep[d] = 1;
+  auto sum = dl::detail::make_impl(dtype_of<L>, keep, device);
+  expr::reduce_into<expr::SumReducer<L>, L>(expr::lower(expr::Leaf<L>{Tensor<L>(g)}, full), full, mask, static_cast<L*>(sum->data()),
+                                            device);
+  sum->shape = leaf;
+  sum->strides = contiguous_strides(leaf);
+  return sum;
+}
+}  // namespace detail
+
 /// The backward node of a materialised elementwise expression.
 template <class N>
 class ExprBackward : public Node {
@@ -399,57 +427,42 @@ class ExprBackward : public Node {
   }
 
  private:
-  template <size_t K>
-  Shape leaf_shape() const {
-    Shape s;
+  /// Each leaf's shape, in leaf order.
+  std::array<Shape, kLeaves> leaf_shapes() const {
+    std::array<Shape, kLeaves> s;
     size_t k = 0;
-    expr::for_each_leaf(*expr_, [&](const auto& t) {
-      if (k++ == K) s = t.shape();
-    });
+    expr::for_each_leaf(*expr_, [&](const auto& t) { s[k++] = t.shape(); });
     return s;
   }
 
+  // Per-leaf work is a run-time loop (or calls templated on the leaf's type alone): a loop
+  // unrolled per leaf index compiled one function per leaf of every expression.
   void backward_fused(const Tensor<T>& g, std::vector<TensorImplPtr>& out) {
     if (const Device d = expr::device_of(*expr_); g.device() != d) [[unlikely]]
       throw Error(dl::detail::cat("Function ", name(), ": the gradient is on ", g.device(), " but the forward ran on ", d,
                                   "; pass a gradient on ", d));
+    using Leaves = detail::leaf_dtypes<typename View::leaf_types>;
     const View view = expr::lower(*expr_, shape_);
     const expr::LeafView<T> gview = expr::lower(expr::Leaf<T>{g}, shape_);
     const Strides st = contiguous_strides(shape_);
     detail::BackwardBody<View, expr::LeafView<T>> body{view, gview, {}, {}, 0};
     for (int d = 0; d < st.size(); ++d) body.st[d] = st[d];
+    const std::array<Shape, kLeaves> shapes = leaf_shapes();
     bool any = false;
-    expr::static_for<kLeaves>([&](auto K) {
-      using L = typename detail::list_at<typename View::leaf_types, K>::type;
-      if constexpr (floating_scalar<L>) {
-        if (!next_edges()[K].valid()) return;
-        const Shape ls = leaf_shape<K>();
-        // A broadcast leaf's adjoint is written at full size, then summed to the leaf's shape.
-        auto impl = dl::detail::make_impl(dtype_of<L>, broadcast_mask(ls, shape_) ? shape_ : ls, g.device());
-        body.outs[K] = impl->data();
-        out[K] = impl;
-        any = true;
-      }
-    });
+    for (size_t k = 0; k < kLeaves; ++k) {
+      if (!Leaves::floating[k] || !next_edges()[k].valid()) continue;
+      // A broadcast leaf's adjoint is written at full size, then summed to the leaf's shape.
+      auto impl = dl::detail::make_impl(Leaves::dtype[k], broadcast_mask(shapes[k], shape_) ? shape_ : shapes[k], g.device());
+      body.outs[k] = impl->data();
+      out[k] = impl;
+      any = true;
+    }
     if (!any) return;
     run_body(body, g.device());
     expr::static_for<kLeaves>([&](auto K) {
       using L = typename detail::list_at<typename View::leaf_types, K>::type;
-      if constexpr (floating_scalar<L>) {
-        if (!out[K]) return;
-        const Shape ls = leaf_shape<K>();
-        const uint32_t mask = broadcast_mask(ls, shape_);
-        if (!mask) return;
-        Shape keep = shape_;
-        for (int d = 0; d < keep.size(); ++d)
-          if ((mask >> d) & 1) keep[d] = 1;
-        auto sum = dl::detail::make_impl(dtype_of<L>, keep, g.device());
-        expr::reduce_into<expr::SumReducer<L>, L>(expr::lower(expr::Leaf<L>{Tensor<L>(out[K])}, shape_), shape_, mask,
-                                                  static_cast<L*>(sum->data()), g.device());
-        sum->shape = ls;
-        sum->strides = contiguous_strides(ls);
-        out[K] = sum;
-      }
+      if constexpr (floating_scalar<L>)
+        if (out[K]) out[K] = detail::sum_broadcast_grad<L>(out[K], shape_, shapes[K], g.device());
     });
   }
 
